@@ -1,0 +1,26 @@
+"""Error types shared by every job.
+
+The CLI maps :class:`BadInput` to exit status 2 with a one-line reason (CONTRACT section 1);
+anything else is exit status 1. Raising ``BadInput`` before any side effect is how a job
+guarantees that bad input changes nothing.
+"""
+
+from __future__ import annotations
+
+
+class LakewardenError(Exception):
+    """Base class for errors lakewarden reports to the user."""
+
+
+class BadInput(LakewardenError):
+    """The user's input is wrong: exit 2, one line naming the file and the field."""
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
+        self.source = source
+        self.field = field
+        where = ": ".join(part for part in (source, field) if part)
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class UnsafeDeletion(LakewardenError):
+    """A delete was asked for outside the storage namespace or under ``_lakefs/``."""

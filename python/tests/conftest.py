@@ -1,0 +1,37 @@
+"""Shared fixtures: one embedded Spark session for the whole test run (JVM start is ~10 s)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def test_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """State directory (warehouse + Derby metastore) shared by every Spark test in this run."""
+    return tmp_path_factory.mktemp("lakewarden-state")
+
+
+@pytest.fixture(scope="session")
+def spark(test_state_dir: Path):
+    """The single embedded Spark session of the test run."""
+    from lakewarden.spark_session import get_or_create
+
+    os.environ["LAKEWARDEN_HOME"] = str(test_state_dir)
+    session = get_or_create(test_state_dir, app_name="lakewarden-tests", master="local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def sstable_fixtures() -> Path:
+    """The real lakeFS and pebble SSTables in ../shared/fixtures (read-only)."""
+    path = SHARED_FIXTURES / "lakefs-sstables"
+    if not path.is_dir():
+        pytest.fail(f"shared fixtures missing at {path}: clone the repository beside ../shared")
+    return path
