@@ -17,15 +17,7 @@ from typing import Sequence
 from lakewarden.errors import BadInput
 
 # Modules that contribute commands, in the order ``--help`` lists them.
-COMMAND_MODULES = (
-    "lakewarden.jobs.demo",
-    "lakewarden.jobs.lifecycle",
-    "lakewarden.jobs.gc",
-    "lakewarden.jobs.sweep",
-    "lakewarden.extract",
-    "lakewarden.checks.cli",
-    "lakewarden.sstable_cli",
-)
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,13 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # command not built yet in this checkout
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(name).register(subparsers)
     return parser
 
 
