@@ -1,0 +1,39 @@
+-- One row per range referenced by any commit: whether an active commit references it.
+-- Ranges are shared between commits, so liveness is decided once per range, not per commit.
+
+with
+
+gc_commits as (
+
+    select * from {{ ref('gc_commits') }}
+
+),
+
+metaranges as (
+
+    select * from {{ ref('stg_lakefs__metaranges') }}
+
+),
+
+commit_ranges as (
+
+    select
+        metaranges.range_id,
+        gc_commits.is_active
+    from gc_commits
+    inner join metaranges on gc_commits.meta_range_id = metaranges.meta_range_id
+
+),
+
+final as (
+
+    select
+        range_id,
+        bool_or(is_active) as is_live,
+        count(*) as referencing_commits
+    from commit_ranges
+    group by range_id
+
+)
+
+select * from final

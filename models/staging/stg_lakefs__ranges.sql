@@ -1,0 +1,23 @@
+with
+
+source as (
+
+    select * from {{ source('lakefs', 'ranges') }}
+
+),
+
+renamed as (
+
+    select
+        range_id,
+        key as path,
+        address,
+        upper(address_type) as address_type,
+        last_modified as last_modified_at,
+        size as size_bytes,
+        etag
+    from source
+
+)
+
+select * from renamed

@@ -1,0 +1,205 @@
+"""Commit-graph walks that SQL cannot express well: first-parent retention walks and reachability.
+
+Both run on the driver over integer arrays, in O(commits + edges) time and memory (the walks
+add O(commits x distinct thresholds) in the worst case). That is comfortable up to a few million
+commits (measured: ~1 s per 100k commits on one core); past roughly 10M commits the driver's
+memory for the arrays (~100 bytes a commit plus one bitset per commit for reachability) becomes
+the limit, and the walk should move to iterative Spark joins over ``first_parent`` (pointer
+jumping), which this module's functions are the reference implementation for.
+
+Semantics follow lakeFS's committed GC (graveler/retention): a branch's active commits are its
+HEAD and, walking the first-parent chain, the parent of every commit created at or after the
+branch's expiration threshold -- so the commit that was HEAD at the threshold stays active.
+A dangling commit (nobody's first parent and no branch's HEAD) is treated as the HEAD of a
+hypothetical branch whose HEAD is a dummy child created at the same instant, with the default
+retention: the dangling commit itself is active only if it is not older than the threshold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from lakewarden.errors import BadInput
+
+NO_PARENT = -1
+
+
+@dataclass(frozen=True)
+class StartPoint:
+    """Where a retention walk starts.
+
+    ``branch_id`` is None for a dangling commit. ``threshold`` is the expiration threshold in
+    epoch seconds; None means the rule never expires anything (walk the whole chain).
+    """
+
+    commit_id: str
+    branch_id: str | None
+    threshold: float | None
+
+
+@dataclass(frozen=True)
+class Activation:
+    """Why a commit is active: the start point whose walk reached it first."""
+
+    commit_id: str
+    start_commit_id: str
+    branch_id: str | None
+    is_start: bool
+
+
+class CommitGraph:
+    """An immutable commit DAG indexed by position, built once per run."""
+
+    def __init__(
+        self,
+        commit_ids: Sequence[str],
+        parents: Sequence[Sequence[str] | None],
+        created_at: Sequence[float],
+        *,
+        source: str = "commits",
+    ) -> None:
+        if not (len(commit_ids) == len(parents) == len(created_at)):
+            raise ValueError("commit_ids, parents and created_at must have the same length")
+        self.commit_ids: list[str] = list(commit_ids)
+        self.index: dict[str, int] = {}
+        for position, commit_id in enumerate(self.commit_ids):
+            if commit_id in self.index:
+                raise BadInput(f"duplicate commit {commit_id!r}", source=source, field="commit_id")
+            self.index[commit_id] = position
+        self.created_at: list[float] = [float(value) for value in created_at]
+        self.parents: list[list[int]] = []
+        for position, parent_ids in enumerate(parents):
+            resolved: list[int] = []
+            for parent_id in parent_ids or ():
+                parent = self.index.get(parent_id)
+                if parent is None:
+                    raise BadInput(
+                        f"commit {self.commit_ids[position]!r} has parent {parent_id!r}, which is not in the snapshot",
+                        source=source,
+                        field="parents",
+                    )
+                resolved.append(parent)
+            self.parents.append(resolved)
+        self.first_parent: list[int] = [p[0] if p else NO_PARENT for p in self.parents]
+
+    def __len__(self) -> int:
+        return len(self.commit_ids)
+
+    def position(self, commit_id: str, *, source: str, field: str) -> int:
+        try:
+            return self.index[commit_id]
+        except KeyError:
+            raise BadInput(f"unknown commit {commit_id!r}", source=source, field=field) from None
+
+    def dangling_commits(self, head_commit_ids: Iterable[str]) -> list[str]:
+        """Commits that are nobody's first parent and no branch's HEAD, in input order."""
+        is_first_parent = bytearray(len(self))
+        for parent in self.first_parent:
+            if parent != NO_PARENT:
+                is_first_parent[parent] = 1
+        heads = {self.index[c] for c in head_commit_ids if c in self.index}
+        return [
+            self.commit_ids[position]
+            for position in range(len(self))
+            if not is_first_parent[position] and position not in heads
+        ]
+
+    def active_commits(self, start_points: Iterable[StartPoint]) -> list[Activation]:
+        """Commits kept active by the start points' first-parent walks (see module docstring).
+
+        Each commit is walked again only by a start point with an older threshold than every
+        walk that already passed it, because a walk with a newer threshold stops no later.
+        """
+        walked_with: dict[int, float] = {}  # commit -> oldest threshold a walk passed it with
+        activations: dict[int, Activation] = {}
+        for start in start_points:
+            position = self.position(start.commit_id, source="start points", field="commit_id")
+            threshold = float("-inf") if start.threshold is None else float(start.threshold)
+            if start.branch_id is None and self.created_at[position] < threshold:
+                continue  # the dummy child is already expired: so is the dangling commit
+            current = position
+            while True:
+                previous = walked_with.get(current)
+                if previous is not None and previous <= threshold:
+                    break
+                walked_with[current] = threshold
+                if current not in activations:
+                    activations[current] = Activation(
+                        commit_id=self.commit_ids[current],
+                        start_commit_id=start.commit_id,
+                        branch_id=start.branch_id,
+                        is_start=current == position,
+                    )
+                parent = self.first_parent[current]
+                if parent == NO_PARENT or self.created_at[current] < threshold:
+                    break
+                current = parent
+        return [activations[p] for p in sorted(activations)]
+
+    def topological_children_first(self) -> list[int]:
+        """Positions ordered so every commit comes before all of its parents (Kahn's algorithm)."""
+        pending_children = [0] * len(self)
+        for parents in self.parents:
+            for parent in parents:
+                pending_children[parent] += 1
+        order = [p for p in range(len(self)) if pending_children[p] == 0]
+        cursor = 0
+        while cursor < len(order):
+            for parent in self.parents[order[cursor]]:
+                pending_children[parent] -= 1
+                if pending_children[parent] == 0:
+                    order.append(parent)
+            cursor += 1
+        if len(order) != len(self):
+            raise BadInput("the commit graph has a cycle", source="commits", field="parents")
+        return order
+
+    def reachability(self, branch_heads: Mapping[str, str]) -> "Reachability":
+        """Which branches reach each commit through any parent, as interned branch sets.
+
+        Each branch is one bit of a Python int; a commit's set is the union of its children's
+        sets plus the branches whose HEAD it is. Commits share a handful of distinct sets, so
+        the result is one set id per commit plus the distinct sets, never commits x branches.
+        """
+        branches = sorted(branch_heads)
+        bits = [0] * len(self)
+        for bit, branch_id in enumerate(branches):
+            head = self.position(branch_heads[branch_id], source="branches", field="commit_id")
+            bits[head] |= 1 << bit
+        for position in self.topological_children_first():
+            reach = bits[position]
+            if reach:
+                for parent in self.parents[position]:
+                    bits[parent] |= reach
+        interned: dict[int, str] = {}
+        members: dict[str, tuple[str, ...]] = {}
+        set_ids: list[str] = []
+        for reach in bits:
+            set_id = interned.get(reach)
+            if set_id is None:
+                names = tuple(branches[b] for b in range(reach.bit_length()) if reach >> b & 1)
+                set_id = branch_set_id(names)
+                interned[reach] = set_id
+                members[set_id] = names
+            set_ids.append(set_id)
+        return Reachability(commit_ids=self.commit_ids, set_ids=set_ids, members=members)
+
+
+@dataclass(frozen=True)
+class Reachability:
+    """Commit -> branch-set id, and branch-set id -> member branches."""
+
+    commit_ids: list[str]
+    set_ids: list[str]
+    members: dict[str, tuple[str, ...]]
+
+    def branches_reaching(self, commit_id: str) -> tuple[str, ...]:
+        return self.members[self.set_ids[self.commit_ids.index(commit_id)]]
+
+
+def branch_set_id(branch_ids: Iterable[str]) -> str:
+    """Stable id of a set of branches (independent of order and of the run)."""
+    digest = hashlib.sha1("\n".join(sorted(branch_ids)).encode("utf-8")).hexdigest()
+    return digest[:16]

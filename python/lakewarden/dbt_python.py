@@ -1,0 +1,105 @@
+"""Bodies of the dbt Python models: move commit-graph data between Spark and commit_graph.
+
+Only commit-level data (ids, parents, dates: tens of bytes a commit) is brought to the driver,
+via Arrow; entry and address lists never are. Results go back to Spark as Arrow tables.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from lakewarden.commit_graph import CommitGraph, StartPoint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def _epoch_seconds(column: pa.ChunkedArray) -> list[float | None]:
+    """Timestamps (any unit, UTC) as epoch seconds, keeping nulls."""
+    as_us = column.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    return [None if v is None else v / 1_000_000 for v in as_us.to_pylist()]
+
+
+def load_graph(commits: "DataFrame") -> CommitGraph:
+    """Build the commit graph from ``stg_lakefs__commits``."""
+    table = commits.select("commit_id", "parent_commit_ids", "created_at").toArrow()
+    created = _epoch_seconds(table.column("created_at"))
+    return CommitGraph(
+        table.column("commit_id").to_pylist(),
+        table.column("parent_commit_ids").to_pylist(),
+        [c if c is not None else 0.0 for c in created],
+    )
+
+
+def active_commits_frame(session: "SparkSession", commits: "DataFrame", start_points: "DataFrame") -> "DataFrame":
+    """Rows of ``int_gc_active_commits``: commit_id, activated_by_commit_id, activated_by_branch_id,
+    activation_kind (``start`` for the start point itself, ``first_parent_walk`` otherwise)."""
+    graph = load_graph(commits)
+    starts_table = start_points.select("start_commit_id", "branch_id", "expiration_threshold").toArrow()
+    thresholds = _epoch_seconds(starts_table.column("expiration_threshold"))
+    starts = [
+        StartPoint(commit_id=c, branch_id=b, threshold=t)
+        for c, b, t in zip(
+            starts_table.column("start_commit_id").to_pylist(),
+            starts_table.column("branch_id").to_pylist(),
+            thresholds,
+        )
+    ]
+    # Branch HEADs first: a commit reached by both a branch and a dangling walk is reported
+    # as kept by the branch, which is the reason users recognise.
+    starts.sort(key=lambda s: (s.branch_id is None, s.branch_id or "", s.commit_id))
+    activations = graph.active_commits(starts)
+    table = pa.table(
+        {
+            "commit_id": pa.array([a.commit_id for a in activations], pa.string()),
+            "activated_by_commit_id": pa.array([a.start_commit_id for a in activations], pa.string()),
+            "activated_by_branch_id": pa.array([a.branch_id for a in activations], pa.string()),
+            "activation_kind": pa.array(
+                ["start" if a.is_start else "first_parent_walk" for a in activations], pa.string()
+            ),
+        }
+    )
+    return session.createDataFrame(table)
+
+
+def commit_branch_sets_frame(session: "SparkSession", commits: "DataFrame", branches: "DataFrame") -> "DataFrame":
+    """Rows of ``int_commit_branch_sets``: commit_id, branch_set_id."""
+    reach = _reachability(commits, branches)
+    table = pa.table(
+        {
+            "commit_id": pa.array(reach.commit_ids, pa.string()),
+            "branch_set_id": pa.array(reach.set_ids, pa.string()),
+        }
+    )
+    return session.createDataFrame(table)
+
+
+def branch_set_members_frame(session: "SparkSession", commits: "DataFrame", branches: "DataFrame") -> "DataFrame":
+    """Rows of ``int_branch_set_members``: branch_set_id, branch_id (none for the empty set)."""
+    reach = _reachability(commits, branches)
+    set_ids: list[str] = []
+    branch_ids: list[str | None] = []
+    for set_id, members in sorted(reach.members.items()):
+        for branch_id in members or (None,):
+            set_ids.append(set_id)
+            branch_ids.append(branch_id)
+    table = pa.table(
+        {
+            "branch_set_id": pa.array(set_ids, pa.string()),
+            "branch_id": pa.array(branch_ids, pa.string()),
+            "branch_count": pa.array(
+                [len(reach.members[s]) for s in set_ids], pa.int32()
+            ),
+        }
+    )
+    return session.createDataFrame(table)
+
+
+def _reachability(commits: "DataFrame", branches: "DataFrame"):
+    graph = load_graph(commits)
+    heads = branches.select("branch_id", "head_commit_id").toArrow()
+    return graph.reachability(
+        dict(zip(heads.column("branch_id").to_pylist(), heads.column("head_commit_id").to_pylist()))
+    )

@@ -1,0 +1,243 @@
+"""Load a repository snapshot directory (CONTRACT section 2) into the warehouse's source tables.
+
+The tables' columns and types are read from ``models/sources.yml`` (the one definition of the
+source tables). Every table is read and validated *before* anything is written, so a bad
+snapshot is rejected with a one-line reason and leaves the warehouse as it was. The checks that
+matter for safety are the referential ones: a commit whose parent, metarange or range is missing
+would make live objects look unreferenced, so it is an error, never a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+import yaml
+
+from lakewarden.errors import BadInput
+from lakewarden.project import project_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+# Tables of the snapshot directory; all are required (an absent `staged` or `tags` table would
+# silently unprotect objects, so even an empty one must be present).
+SNAPSHOT_TABLES = ("commits", "branches", "tags", "metaranges", "ranges", "staged")
+NOT_NULL = {
+    "commits": ("commit_id", "creation_date"),
+    "branches": ("branch_id", "commit_id"),
+    "tags": ("tag_id", "commit_id"),
+    "metaranges": ("meta_range_id", "range_id"),
+    "ranges": ("range_id", "key", "address", "address_type"),
+    "staged": ("branch_id", "key", "address", "address_type"),
+}
+ADDRESS_TYPES = ("RELATIVE", "FULL", "BY_PREFIX_DEPRECATED")
+
+
+@dataclass(frozen=True)
+class Repository:
+    repository_id: str
+    storage_namespace: str
+    default_branch: str
+
+
+@dataclass(frozen=True)
+class LoadedSnapshot:
+    repository: Repository
+    row_counts: dict[str, int]
+    newest_commit_epoch: float | None
+
+
+def source_columns(source_name: str = "lakefs") -> dict[str, list[tuple[str, str]]]:
+    """Table -> [(column, spark type)] as declared in models/sources.yml."""
+    with open(project_dir() / "models" / "sources.yml", encoding="utf-8") as handle:
+        document = yaml.safe_load(handle)
+    for source in document["sources"]:
+        if source["name"] == source_name:
+            return {
+                table["name"]: [(c["name"], c["data_type"]) for c in table["columns"]]
+                for table in source["tables"]
+            }
+    raise KeyError(source_name)
+
+
+def read_repository(snapshot_dir: Path) -> Repository:
+    path = snapshot_dir / "repository.json"
+    if not path.is_file():
+        raise BadInput("missing (the snapshot needs repository.json)", source=str(path))
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInput(f"not valid JSON ({exc})", source=str(path)) from None
+    if not isinstance(document, dict):
+        raise BadInput("must be a JSON object", source=str(path))
+    values: dict[str, str] = {}
+    for field in ("repository_id", "storage_namespace", "default_branch"):
+        value = document.get(field)
+        if not isinstance(value, str) or not value:
+            raise BadInput("missing or not a non-empty string", source=str(path), field=field)
+        values[field] = value
+    parsed = urlparse(values["storage_namespace"])
+    if not parsed.scheme or (parsed.scheme != "file" and not parsed.netloc):
+        raise BadInput(
+            f"{values['storage_namespace']!r} is not a URI (file:///path, s3://bucket/prefix, ...)",
+            source=str(path),
+            field="storage_namespace",
+        )
+    if parsed.scheme == "file" and not parsed.path.startswith("/"):
+        raise BadInput("a file:// namespace must be an absolute path", source=str(path), field="storage_namespace")
+    return Repository(**values)
+
+
+def _table_path(snapshot_dir: Path, name: str) -> Path:
+    for suffix in (".jsonl", ".parquet"):
+        candidate = snapshot_dir / f"{name}{suffix}"
+        if candidate.exists():
+            return candidate
+    raise BadInput(
+        f"missing table {name!r} (expected {name}.jsonl or {name}.parquet)", source=str(snapshot_dir)
+    )
+
+
+def _read_table(spark: "SparkSession", path: Path, columns: list[tuple[str, str]]) -> "DataFrame":
+    """Read one table with the declared columns, converting timestamps to UTC."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.utils import AnalysisException
+
+    name = path.name.split(".")[0]
+    try:
+        if path.suffix == ".jsonl":
+            # Timestamps are read as strings and parsed by Spark's RFC 3339 cast, which honours offsets.
+            read_types = ", ".join(
+                f"`{c}` {'string' if t == 'timestamp' else t}" for c, t in columns
+            )
+            frame = spark.read.schema(read_types).option("mode", "FAILFAST").json(str(path))
+        else:
+            frame = spark.read.parquet(str(path))
+            missing = [c for c, _ in columns if c not in frame.columns and not (name == "branches" and c == "hidden")]
+            if missing:
+                raise BadInput(f"missing column(s) {', '.join(missing)}", source=str(path))
+            for c, _ in columns:
+                if c not in frame.columns:
+                    frame = frame.withColumn(c, F.lit(None))
+    except AnalysisException as exc:
+        raise BadInput(f"unreadable ({exc.getMessage().splitlines()[0]})", source=str(path)) from None
+    selected = []
+    for column, spark_type in columns:
+        value = F.col(f"`{column}`")
+        if spark_type == "timestamp":
+            value = F.to_timestamp(value) if path.suffix == ".jsonl" else value.cast("timestamp")
+        selected.append(value.cast(spark_type).alias(column))
+    return frame.select(*selected)
+
+
+def _first(frame: "DataFrame") -> Any:
+    rows = frame.limit(1).collect()
+    return rows[0] if rows else None
+
+
+def _check_table(spark: "SparkSession", name: str, path: Path, frame: "DataFrame", raw_columns: list[tuple[str, str]]) -> None:
+    from pyspark.sql import functions as F
+    from pyspark.errors import PySparkException
+
+    try:
+        for column in NOT_NULL.get(name, ()):
+            bad = _first(frame.where(F.col(column).isNull()))
+            if bad is not None:
+                raise BadInput(f"a row has no {column} (or it is not parseable): {bad.asDict()}", source=str(path), field=column)
+        if "address_type" in frame.columns:
+            bad = _first(frame.where(~F.upper("address_type").isin(*ADDRESS_TYPES)))
+            if bad is not None:
+                raise BadInput(
+                    f"{bad['address_type']!r} is not one of {', '.join(ADDRESS_TYPES)}", source=str(path), field="address_type"
+                )
+    except PySparkException as exc:  # FAILFAST JSON parsing surfaces here, at the first action
+        first_line = str(exc).strip().splitlines()[0]
+        raise BadInput(f"malformed ({first_line[:300]})", source=str(path)) from None
+
+
+def _check_references(tables: dict[str, "DataFrame"], paths: dict[str, Path]) -> None:
+    from pyspark.sql import functions as F
+
+    commits = tables["commits"]
+    duplicate = _first(commits.groupBy("commit_id").count().where("count > 1"))
+    if duplicate is not None:
+        raise BadInput(f"duplicate commit {duplicate['commit_id']!r}", source=str(paths["commits"]), field="commit_id")
+    commit_ids = commits.select("commit_id")
+    parent_edges = commits.select("commit_id", F.explode_outer("parents").alias("parent_id")).where("parent_id is not null")
+    orphan = _first(parent_edges.join(commit_ids.withColumnRenamed("commit_id", "parent_id"), "parent_id", "left_anti"))
+    if orphan is not None:
+        raise BadInput(
+            f"commit {orphan['commit_id']!r} has parent {orphan['parent_id']!r}, which is not in the snapshot",
+            source=str(paths["commits"]),
+            field="parents",
+        )
+    for name in ("branches", "tags"):
+        dangling = _first(tables[name].join(commit_ids, "commit_id", "left_anti"))
+        if dangling is not None:
+            raise BadInput(
+                f"{dangling[0]!r} points to commit {dangling['commit_id']!r}, which is not in the snapshot",
+                source=str(paths[name]),
+                field="commit_id",
+            )
+    duplicate = _first(tables["branches"].groupBy("branch_id").count().where("count > 1"))
+    if duplicate is not None:
+        raise BadInput(f"duplicate branch {duplicate['branch_id']!r}", source=str(paths["branches"]), field="branch_id")
+    metarange_ids = tables["metaranges"].select("meta_range_id").distinct()
+    missing_metarange = _first(
+        commits.where("meta_range_id is not null and meta_range_id != ''").join(metarange_ids, "meta_range_id", "left_anti")
+    )
+    if missing_metarange is not None:
+        raise BadInput(
+            f"commit {missing_metarange['commit_id']!r} has metarange {missing_metarange['meta_range_id']!r}, "
+            "which is not in the snapshot (metaranges)",
+            source=str(paths["commits"]),
+            field="meta_range_id",
+        )
+    range_ids = tables["ranges"].select("range_id").distinct()
+    missing_range = _first(tables["metaranges"].join(range_ids, "range_id", "left_anti"))
+    if missing_range is not None:
+        raise BadInput(
+            f"metarange {missing_range['meta_range_id']!r} lists range {missing_range['range_id']!r}, "
+            "which has no entries in the snapshot (ranges)",
+            source=str(paths["metaranges"]),
+            field="range_id",
+        )
+
+
+def load_snapshot(spark: "SparkSession", snapshot_dir: Path, *, schema: str = "lakewarden_snapshot") -> LoadedSnapshot:
+    """Validate ``snapshot_dir`` and overwrite the source tables in ``schema`` with it."""
+    from pyspark.sql import functions as F
+
+    snapshot_dir = Path(snapshot_dir)
+    if not snapshot_dir.is_dir():
+        raise BadInput("not a directory", source=str(snapshot_dir))
+    repository = read_repository(snapshot_dir)
+    declared = source_columns("lakefs")
+    paths = {name: _table_path(snapshot_dir, name) for name in SNAPSHOT_TABLES}
+    tables: dict[str, DataFrame] = {}
+    for name in SNAPSHOT_TABLES:
+        frame = _read_table(spark, paths[name], declared[name]).cache()
+        _check_table(spark, name, paths[name], frame, declared[name])
+        tables[name] = frame
+    _check_references(tables, paths)
+    newest = tables["commits"].agg(F.max("creation_date").cast("double").alias("newest")).first()
+    spark.sql(f"create database if not exists {schema}")
+    repository_frame = spark.createDataFrame(
+        [(repository.repository_id, repository.storage_namespace, repository.default_branch)],
+        ", ".join(f"{c} {t}" for c, t in declared["repository"]),
+    )
+    counts: dict[str, int] = {}
+    for name, frame in [("repository", repository_frame), *tables.items()]:
+        frame.write.mode("overwrite").format("parquet").saveAsTable(f"{schema}.{name}")
+        counts[name] = spark.table(f"{schema}.{name}").count()
+        if name in tables:
+            frame.unpersist()
+    log.info("loaded snapshot %s: %s", snapshot_dir, ", ".join(f"{k}={v}" for k, v in counts.items()))
+    return LoadedSnapshot(repository=repository, row_counts=counts, newest_commit_epoch=newest["newest"] if newest else None)
