@@ -1,0 +1,252 @@
+"""S3 backend: DeleteObjects in batches of up to 1000 keys, with backoff, per-key outcomes.
+
+Why DeleteObjects: one request removes up to 1000 keys, which is what makes a sweep of millions
+of objects feasible (a DeleteObject per key is ~1000x the requests). S3 answers per key inside
+a 200 response, so a batch can partly fail: every key gets its own outcome, throttled keys
+(``SlowDown``...) are retried with exponential backoff and full jitter, and a missing key is not
+an error (S3 reports it deleted), which is what makes a re-run idempotent.
+
+The boto3 client is created lazily in the process that deletes (a Spark task), cached per
+process and settings, and dropped on pickling: clients hold sockets and must not travel.
+Endpoint, region and credentials come from the options, else from boto3's usual sources
+(``AWS_ENDPOINT_URL[_S3]``, ``AWS_REGION``, ``AWS_ACCESS_KEY_ID``, profiles...).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+from lakewarden.deleters.base import DeleteOutcome, Deleter
+from lakewarden.safety import parse_uri
+
+log = logging.getLogger(__name__)
+
+S3_MAX_BATCH = 1000
+
+#: Error codes (per key or per request) worth retrying: throttling and transient server errors.
+RETRYABLE_CODES = frozenset(
+    {
+        "SlowDown",
+        "ServiceUnavailable",
+        "InternalError",
+        "RequestTimeout",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+        "RequestThrottled",
+        "503",
+        "500",
+        "502",
+        "504",
+    }
+)
+#: Per-key codes meaning the object is not there: the goal state, so "deleted".
+ABSENT_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
+
+#: Options passed through to ``boto3.session.Session`` / ``session.client``.
+SESSION_OPTIONS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token", "region_name", "profile_name")
+CLIENT_OPTIONS = ("endpoint_url", "verify")
+
+_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def s3_client(options: dict[str, Any] | None = None, *, max_pool_connections: int = 32) -> Any:
+    """A boto3 S3 client for ``options``, cached per process (boto3 clients are thread-safe).
+
+    botocore's own retries are off: callers here retry with their own backoff, which also covers
+    per-key errors botocore cannot see.
+    """
+    import boto3
+    from botocore.config import Config
+
+    opts = {key: value for key, value in (options or {}).items() if value is not None}
+    cache_key = (os.getpid(), max_pool_connections, tuple(sorted((k, repr(v)) for k, v in opts.items())))
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(cache_key)
+        if client is not None:
+            return client
+        session = boto3.session.Session(**{k: opts[k] for k in SESSION_OPTIONS if k in opts})
+        config = Config(
+            retries={"total_max_attempts": 1},
+            max_pool_connections=max_pool_connections,
+            connect_timeout=float(opts.get("connect_timeout", 10)),
+            read_timeout=float(opts.get("read_timeout", 60)),
+            s3={"addressing_style": opts.get("addressing_style", "path" if opts.get("endpoint_url") else "auto")},
+        )
+        client = session.client("s3", config=config, **{k: opts[k] for k in CLIENT_OPTIONS if k in opts})
+        _CLIENTS[cache_key] = client
+        return client
+
+
+def _xml_safe(key: str) -> bool:
+    """Whether ``key`` can travel in a DeleteObjects XML body (XML 1.0 forbids most C0 controls)."""
+    return all(ch in "\t\n\r" or ord(ch) >= 0x20 for ch in key) and "\ufffe" not in key and "\uffff" not in key
+
+
+def _error_code(exc: BaseException) -> tuple[str, str]:
+    """(code, message) of a botocore exception; transport errors get code ``connection``."""
+    from botocore.exceptions import ClientError
+
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or "")
+        return code, str(error.get("Message") or exc)
+    return "connection", f"{type(exc).__name__}: {exc}"
+
+
+class S3Deleter(Deleter):
+    """Deletes ``s3://bucket/key`` URIs of one namespace via DeleteObjects.
+
+    Options: ``endpoint_url``, ``region_name``, ``aws_access_key_id``, ``aws_secret_access_key``,
+    ``aws_session_token``, ``profile_name``, ``verify``, ``addressing_style``; tuning:
+    ``max_batch`` (<= 1000), ``max_concurrency`` (batches in flight per process, default 8),
+    ``max_attempts`` (default 8), ``base_delay``/``max_delay`` seconds (0.05 / 20).
+    """
+
+    def __init__(
+        self,
+        storage_namespace: str,
+        *,
+        max_batch: int = S3_MAX_BATCH,
+        max_concurrency: int = 8,
+        max_attempts: int = 8,
+        base_delay: float = 0.05,
+        max_delay: float = 20.0,
+        sleep: Callable[[float], None] = time.sleep,
+        **client_options: Any,
+    ):
+        super().__init__(storage_namespace)
+        parsed = parse_uri(storage_namespace)
+        if parsed.scheme != "s3":
+            raise ValueError(f"S3Deleter needs an s3:// namespace, got {storage_namespace!r}")
+        if not 1 <= max_batch <= S3_MAX_BATCH:
+            raise ValueError(f"max_batch must be within 1..{S3_MAX_BATCH}, got {max_batch}")
+        self.bucket = parsed.authority
+        self.max_batch = max_batch
+        self.max_concurrency = max(1, int(max_concurrency))
+        self.max_attempts = max(1, int(max_attempts))
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self._sleep = sleep
+        self._client_options = {k: v for k, v in client_options.items() if v is not None}
+        self._client: Any = None
+        self.requests = 0  # DeleteObjects/DeleteObject calls made, for benchmarks and tests
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_client"] = None
+        return state
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = s3_client(self._client_options, max_pool_connections=max(10, 2 * self.max_concurrency))
+        return self._client
+
+    def backoff(self, attempt: int) -> float:
+        """Full-jitter exponential backoff: uniform in [0, min(max_delay, base * 2**attempt)]."""
+        return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
+
+    def delete_batch(self, uris: Sequence[str]) -> list[DeleteOutcome]:
+        safe, unsafe = self.split_unsafe(uris)
+        by_key: dict[str, DeleteOutcome] = {}
+        keys: list[str] = []
+        for uri in safe:
+            key = parse_uri(uri).path[1:]
+            if key not in by_key:
+                by_key[key] = DeleteOutcome.failed(uri, "not attempted")
+                keys.append(key)
+        bulk = [key for key in keys if _xml_safe(key)]
+        results: dict[str, tuple[str, str]] = {}
+        if bulk:
+            results.update(self._delete_objects(bulk))
+        for key in keys:
+            if key not in results:
+                results[key] = self._delete_object(key)
+        outcomes: list[DeleteOutcome] = []
+        for uri in uris:
+            if uri in unsafe:
+                outcomes.append(unsafe[uri])
+                continue
+            status, reason = results[parse_uri(uri).path[1:]]
+            outcomes.append(DeleteOutcome(uri, "deleted" if status == "deleted" else "failed", reason))
+        return outcomes
+
+    def _delete_objects(self, keys: list[str]) -> dict[str, tuple[str, str]]:
+        """DeleteObjects with retries of throttled keys; ``{key: (status, reason)}``."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        results: dict[str, tuple[str, str]] = {}
+        pending = list(keys)
+        last_reason = ""
+        for attempt in range(self.max_attempts):
+            if attempt:
+                self._sleep(self.backoff(attempt))
+            try:
+                self.requests += 1
+                response = self.client.delete_objects(
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": key} for key in pending], "Quiet": True},
+                )
+            except (ClientError, BotoCoreError) as exc:
+                code, message = _error_code(exc)
+                last_reason = f"{code}: {message}"
+                if code in RETRYABLE_CODES or code == "connection":
+                    log.debug("DeleteObjects attempt %d throttled/failed (%s); backing off", attempt + 1, last_reason)
+                    continue
+                for key in pending:
+                    results[key] = ("failed", last_reason)
+                return results
+            retry: list[str] = []
+            errored: set[str] = set()
+            for error in response.get("Errors", []):
+                key = error.get("Key")
+                if key is None:
+                    continue
+                code = str(error.get("Code", ""))
+                errored.add(key)
+                if code in ABSENT_CODES:
+                    results[key] = ("deleted", "already absent")
+                elif code in RETRYABLE_CODES:
+                    retry.append(key)
+                    last_reason = f"{code}: {error.get('Message', '')}"
+                else:
+                    results[key] = ("failed", f"{code}: {error.get('Message', '')}".rstrip(": "))
+            for key in pending:
+                if key not in errored:
+                    results[key] = ("deleted", "")
+            pending = retry
+            if not pending:
+                return results
+        for key in pending:
+            results[key] = ("failed", f"gave up after {self.max_attempts} attempts: {last_reason}")
+        return results
+
+    def _delete_object(self, key: str) -> tuple[str, str]:
+        """DeleteObject for a key DeleteObjects' XML body cannot carry; same retry policy."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        last_reason = ""
+        for attempt in range(self.max_attempts):
+            if attempt:
+                self._sleep(self.backoff(attempt))
+            try:
+                self.requests += 1
+                self.client.delete_object(Bucket=self.bucket, Key=key)
+                return ("deleted", "")
+            except (ClientError, BotoCoreError) as exc:
+                code, message = _error_code(exc)
+                last_reason = f"{code}: {message}"
+                if code in ABSENT_CODES:
+                    return ("deleted", "already absent")
+                if code not in RETRYABLE_CODES and code != "connection":
+                    return ("failed", last_reason)
+        return ("failed", f"gave up after {self.max_attempts} attempts: {last_reason}")
