@@ -17,7 +17,10 @@ from typing import Sequence
 from lakewarden.errors import BadInput
 
 # Modules that contribute commands, in the order ``--help`` lists them.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "lakewarden.jobs.gc",
+    "lakewarden.sstable_cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

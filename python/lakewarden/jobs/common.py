@@ -1,0 +1,110 @@
+"""What every job shares: its options (CONTRACT section 1), the clock, run ids, Spark start-up
+and snapshot loading. Everything here validates before anything is written or deleted."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lakewarden.errors import BadInput
+from lakewarden.snapshot import LoadedSnapshot, load_snapshot
+from lakewarden.spark_session import get_or_create, state_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+# A --now later than this machine's clock by more than this is refused outside dry runs:
+# a clock in the future would expire objects before their time.
+CLOCK_SKEW = timedelta(minutes=5)
+SNAPSHOT_SCHEMA = "lakewarden_snapshot"
+MODEL_SCHEMA = "lakewarden"
+
+
+def add_job_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--snapshot", type=Path, required=True, help="repository snapshot directory (CONTRACT section 2)")
+    parser.add_argument("--now", help="the job's clock, RFC 3339 with offset (default: now)")
+    parser.add_argument("--dry-run", action="store_true", help="compute and write the report; delete nothing")
+    parser.add_argument("--report", type=Path, help="report directory (default under <namespace>/_lakefs/retention/...)")
+    parser.add_argument("--state", help="warehouse and run history (default ./.lakewarden or $LAKEWARDEN_HOME)")
+
+
+def parse_now(text: str | None, *, dry_run: bool, wall_clock: datetime | None = None) -> datetime:
+    """The job's clock: an RFC 3339 time with an offset, in UTC; the current time when absent."""
+    wall = wall_clock or datetime.now(timezone.utc)
+    if text is None:
+        return wall
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise BadInput(f"{text!r} is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z)", field="--now") from None
+    if moment.tzinfo is None:
+        raise BadInput(f"{text!r} has no UTC offset (add Z or +HH:MM)", field="--now")
+    moment = moment.astimezone(timezone.utc)
+    if moment > wall + CLOCK_SKEW and not dry_run:
+        raise BadInput(
+            f"{text} is in the future of this machine's clock ({wall.isoformat()}); "
+            "only a --dry-run may look ahead",
+            field="--now",
+        )
+    return moment
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def new_run_id(job: str) -> str:
+    """Unique, sortable run id: job, wall-clock time, random suffix."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{job}-{stamp}-{secrets.token_hex(3)}"
+
+
+@dataclass
+class JobContext:
+    job: str
+    run_id: str
+    now: datetime
+    dry_run: bool
+    state: Path
+    spark: "SparkSession"
+    snapshot: LoadedSnapshot
+
+    @property
+    def storage_namespace(self) -> str:
+        return self.snapshot.repository.storage_namespace
+
+    def dbt_vars(self, **extra: object) -> dict[str, object]:
+        return {"now": rfc3339(self.now), "run_id": self.run_id, "snapshot_schema": SNAPSHOT_SCHEMA, **extra}
+
+    def table(self, name: str):
+        return self.spark.table(f"{MODEL_SCHEMA}.{name}")
+
+
+def start_job(args: argparse.Namespace, job: str) -> JobContext:
+    """Validate the clock, start Spark, load and validate the snapshot."""
+    now = parse_now(args.now, dry_run=args.dry_run)
+    state = state_dir(args.state)
+    spark = get_or_create(state)
+    snapshot = load_snapshot(spark, args.snapshot, schema=SNAPSHOT_SCHEMA)
+    if snapshot.newest_commit_epoch is not None and snapshot.newest_commit_epoch > now.timestamp():
+        newest = datetime.fromtimestamp(snapshot.newest_commit_epoch, timezone.utc)
+        raise BadInput(
+            f"{rfc3339(now)} is before the newest commit ({rfc3339(newest)}): the clock or the snapshot is wrong",
+            field="--now",
+        )
+    return JobContext(
+        job=job,
+        run_id=new_run_id(job),
+        now=now,
+        dry_run=args.dry_run,
+        state=state,
+        spark=spark,
+        snapshot=snapshot,
+    )

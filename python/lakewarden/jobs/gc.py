@@ -1,0 +1,167 @@
+"""``lakewarden gc committed``: committed retention GC (the mark is dbt models under
+``models/retention``; this module loads inputs, runs them, writes the report and sweeps)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from lakewarden.errors import BadInput
+from lakewarden.gc_rules import GcRules, load_gc_rules
+from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
+from lakewarden.project import run_dbt
+from lakewarden.report import Report, default_report_dir, local_path
+
+log = logging.getLogger(__name__)
+
+JOB = "gc-committed"
+MARK_MODELS = "+gc_marked_addresses +gc_commits"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    gc = subparsers.add_parser("gc", help="garbage collection jobs")
+    kinds = gc.add_subparsers(dest="gc_kind", metavar="KIND", required=True)
+    committed = kinds.add_parser(
+        "committed",
+        help="committed retention GC: delete objects only expired commits reference",
+        description="Committed retention GC (lakeFS semantics). Dry run with --dry-run, then "
+        "'lakewarden sweep --report DIR'; without --dry-run it marks and sweeps in one go.",
+    )
+    add_job_options(committed)
+    committed.add_argument("--rules", type=Path, help="lakeFS GC rules JSON; without it nothing expires")
+    committed.add_argument(
+        "--retain-tags",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep tagged commits active (default on; lakeFS itself ignores tags)",
+    )
+    committed.set_defaults(func=run_committed)
+
+
+@dataclass(frozen=True)
+class CommittedGcResult:
+    report: Report
+    commits: int
+    active_commits: int
+    expired_commits: int
+    num_marked: int
+    bytes_marked: int
+
+
+def run_committed(args: argparse.Namespace) -> int:
+    rules = load_gc_rules(args.rules) if args.rules else None  # bad rules fail before Spark starts
+    context = start_job(args, JOB)
+    result = mark_committed(context, rules, retain_tags=args.retain_tags, report_dir=args.report)
+    print_result(result, sys.stdout)
+    if context.dry_run:
+        return 0
+    from lakewarden.sweep import sweep_report
+
+    outcome = sweep_report(context.spark, result.report.directory)
+    print(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed", file=sys.stdout)
+    return 0 if outcome.num_failed == 0 else 1
+
+
+def write_rules_table(context: JobContext, rules: GcRules | None) -> None:
+    branches = [r[0] for r in context.spark.table(f"{SNAPSHOT_SCHEMA}.branches").select("branch_id").collect()]
+    if rules is not None:
+        for branch_id in rules.unknown_branches(branches):
+            log.warning("GC rules: branch %r does not exist in the repository; its rule is ignored", branch_id)
+    rows = rules.rows() if rules is not None else []
+    frame = context.spark.createDataFrame(rows, "branch_id string, retention_days int")
+    frame.write.mode("overwrite").format("parquet").saveAsTable(f"{SNAPSHOT_SCHEMA}.gc_rules")
+
+
+def mark_committed(
+    context: JobContext, rules: GcRules | None, *, retain_tags: bool = True, report_dir: Path | None = None
+) -> CommittedGcResult:
+    """Run the mark models and write the report; deletes nothing."""
+    from pyspark.sql import functions as F
+
+    repository = context.snapshot.repository
+    directory = report_dir or default_report_dir(repository.storage_namespace, context.state, "gc", context.run_id)
+    report = Report.create(
+        directory,
+        run_id=context.run_id,
+        job=JOB,
+        dry_run=context.dry_run,
+        now=rfc3339(context.now),
+        repository_id=repository.repository_id,
+        storage_namespace=repository.storage_namespace,
+        rules=None if rules is None else {"default_retention_days": rules.default_retention_days, "branches": rules.branch_retention_days},
+        retain_tags=retain_tags,
+    )
+    try:
+        write_rules_table(context, rules)
+        run_dbt(
+            ["build", "--select", MARK_MODELS, "--exclude-resource-type", "unit_test"],
+            state=context.state,
+            variables=context.dbt_vars(retain_tags=retain_tags),
+        )
+        commits = context.table("gc_commits")
+        counts = commits.agg(
+            F.count("*").alias("commits"), F.sum(F.col("is_active").cast("int")).alias("active")
+        ).first()
+        marked = context.table("gc_marked_addresses")
+        totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
+        report.write_addresses(
+            marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "example_path", "path_count")
+        )
+        write_lakefs_outputs(context, commits, marked)
+        result = CommittedGcResult(
+            report=report,
+            commits=int(counts["commits"] or 0),
+            active_commits=int(counts["active"] or 0),
+            expired_commits=int(counts["commits"] or 0) - int(counts["active"] or 0),
+            num_marked=int(totals["n"] or 0),
+            bytes_marked=int(totals["bytes"] or 0),
+        )
+        report.update(
+            num_marked=result.num_marked,
+            bytes_marked=result.bytes_marked,
+            commits=result.commits,
+            active_commits=result.active_commits,
+            expired_commits=result.expired_commits,
+        )
+        report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
+        return result
+    except BadInput:
+        report.finish(success=False, status="failed", error="bad input")
+        raise
+    except Exception as exc:
+        report.finish(success=False, status="failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        raise
+
+
+def write_lakefs_outputs(context: JobContext, commits, marked) -> None:
+    """lakeFS-style outputs under ``<ns>/_lakefs/retention/gc/``: the commits' expiry
+    (``commits/run_id=<id>/commits.csv``) and the marked addresses (``addresses/mark_id=<id>/``,
+    Parquet), so tools that read lakeFS's GC output can read ours. Local namespaces only:
+    remote ones keep them in the report directory."""
+    namespace = local_path(context.storage_namespace)
+    base = (namespace / "_lakefs" / "retention" / "gc") if namespace else (context.state / "retention" / "gc")
+    (
+        commits.select("commit_id", "is_expired")
+        .withColumnRenamed("is_expired", "expired")
+        .repartition(1)
+        .sortWithinPartitions("commit_id")
+        .write.mode("overwrite")
+        .option("header", True)
+        .csv(str(base / "commits" / f"run_id={context.run_id}"))
+    )
+    marked.select("address").write.mode("overwrite").parquet(str(base / "addresses" / f"mark_id={context.run_id}"))
+
+
+def print_result(result: CommittedGcResult, stream) -> None:
+    summary = result.report.summary
+    mode = "dry run" if summary["dry_run"] else "run"
+    print(
+        f"committed GC {mode} {summary['run_id']} at {summary['now']}: "
+        f"{result.commits} commits, {result.active_commits} active, {result.expired_commits} expired; "
+        f"{result.num_marked} addresses marked ({result.bytes_marked} bytes)",
+        file=stream,
+    )
+    print(f"report: {result.report.directory}", file=stream)

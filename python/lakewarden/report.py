@@ -1,0 +1,160 @@
+"""Report directories (CONTRACT section 4): ``summary.json`` and ``addresses.csv``.
+
+The summary is written when a run starts (``success: false``, ``finished_at: null``) and
+rewritten atomically as it progresses, so a run that dies part-way leaves a report saying so.
+``addresses.csv`` is written by Spark as one sorted file (one task sorts with spilling; the list
+never passes through the driver).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+from lakewarden.errors import BadInput
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+SUMMARY = "summary.json"
+ADDRESSES = "addresses.csv"
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def local_path(uri: str) -> Path | None:
+    """The local path of a ``file://`` URI, else None."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(url2pathname(parsed.path))
+
+
+def default_report_dir(storage_namespace: str, state: Path, kind: str, run_id: str) -> Path:
+    """``<namespace>/_lakefs/retention/<kind>/reports/<run_id>`` for a local namespace; for a
+    remote one (s3://...) the report is written under the state dir (Spark here has no S3 jars)."""
+    namespace = local_path(storage_namespace)
+    if namespace is not None:
+        return namespace / "_lakefs" / "retention" / kind / "reports" / run_id
+    return state / "reports" / kind / run_id
+
+
+def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        json.dump(document, stream, indent=2, sort_keys=True, default=str)
+        stream.write("\n")
+    os.replace(temporary, path)
+
+
+def write_single_csv(frame: "DataFrame", path: Path, *, sort_by: Sequence[str]) -> None:
+    """Write ``frame`` as one CSV file with a header, rows sorted by ``sort_by``."""
+    staging = path.parent / f".{path.name}.parts"
+    if staging.exists():
+        shutil.rmtree(staging)
+    (
+        frame.repartition(1)
+        .sortWithinPartitions(*sort_by)
+        .write.option("header", True)
+        .option("emptyValue", "")
+        .option("escape", '"')
+        .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
+        .csv(str(staging))
+    )
+    parts = sorted(staging.glob("part-*.csv"))
+    if len(parts) != 1:
+        raise RuntimeError(f"expected one CSV part in {staging}, found {len(parts)}")
+    os.replace(parts[0], path)
+    if path.stat().st_size == 0:  # Spark writes no header for an empty frame
+        path.write_text(",".join(frame.columns) + "\n", encoding="utf-8")
+    shutil.rmtree(staging)
+
+
+class Report:
+    """One run's report directory."""
+
+    def __init__(self, directory: Path, summary: dict[str, Any]) -> None:
+        self.directory = directory
+        self.summary = summary
+
+    @classmethod
+    def create(
+        cls,
+        directory: Path,
+        *,
+        run_id: str,
+        job: str,
+        dry_run: bool,
+        now: str,
+        repository_id: str,
+        storage_namespace: str,
+        **extra: Any,
+    ) -> "Report":
+        directory = Path(directory).resolve()
+        if (directory / SUMMARY).exists():
+            raise BadInput("already holds a report; choose an empty directory", source=str(directory), field="--report")
+        directory.mkdir(parents=True, exist_ok=True)
+        report = cls(
+            directory,
+            {
+                "run_id": run_id,
+                "job": job,
+                "dry_run": dry_run,
+                "now": now,
+                "repository_id": repository_id,
+                "storage_namespace": storage_namespace,
+                "num_marked": None,
+                "bytes_marked": None,
+                "num_deleted": 0,
+                "num_failed": 0,
+                "started_at": utc_now(),
+                "finished_at": None,
+                "success": False,
+                "status": "running",
+                "error": None,
+                **extra,
+            },
+        )
+        report.save()
+        return report
+
+    @classmethod
+    def open(cls, directory: Path) -> "Report":
+        path = Path(directory) / SUMMARY
+        if not path.is_file():
+            raise BadInput("no summary.json: not a lakewarden report", source=str(directory), field="--report")
+        try:
+            summary = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"unreadable ({exc})", source=str(path)) from None
+        return cls(Path(directory).resolve(), summary)
+
+    @property
+    def addresses_path(self) -> Path:
+        return self.directory / ADDRESSES
+
+    def save(self) -> None:
+        write_json_atomic(self.directory / SUMMARY, self.summary)
+
+    def update(self, **fields: Any) -> None:
+        self.summary.update(fields)
+        self.save()
+
+    def write_addresses(self, frame: "DataFrame") -> None:
+        """Write the marked addresses (first column ``address``), sorted by address."""
+        if frame.columns[0] != "address":
+            raise ValueError("the first column of addresses.csv must be 'address'")
+        write_single_csv(frame, self.addresses_path, sort_by=["address", *frame.columns[1:2]])
+
+    def finish(self, *, success: bool, status: str, error: str | None = None, **fields: Any) -> None:
+        self.update(success=success, status=status, error=error, finished_at=utc_now(), **fields)
