@@ -1,0 +1,1 @@
+"""Protobuf schemas (and generated modules) of the lakeFS records stored in SSTables."""
