@@ -1,0 +1,102 @@
+"""Recorded contract of the Airflow executor: the exact requests for Airflow 2 and Airflow 3.
+
+A local fake plays Airflow and asserts each request's method, path, auth and body, as the real
+REST APIs expect them (Airflow 2.x ``/api/v1`` with basic auth; Airflow 3 ``/api/v2`` with a JWT
+from ``POST /auth/token`` and ``logical_date`` in the body). The real Airflow 3 round trip is in
+``test_airflow_live.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import pytest
+
+from lakewarden.checks.executors import ExecutionRequest, ExecutorError
+from lakewarden.checks.executors.airflow import AirflowExecutor
+
+EVENT = {"event_type": "check", "check_id": "rows", "commit_id": "c" * 64, "callback_url": "http://127.0.0.1:1/cb?token=t", "token": "t"}
+
+
+class FakeAirflow:
+    """Answers like Airflow and records every request as (method, path, headers, body)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, dict[str, str], Any]] = []
+        self.dag_run_status = 200
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw) if raw else None
+                outer.requests.append(("POST", self.path, dict(self.headers.items()), body))
+                if self.path == "/auth/token":
+                    status, answer = 201, {"access_token": "jwt-123"}
+                else:
+                    status, answer = outer.dag_run_status, {"dag_run_id": body["dag_run_id"], "state": "queued"}
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def airflow() -> Iterator[FakeAirflow]:
+    fake = FakeAirflow()
+    yield fake
+    fake.close()
+
+
+def request(properties: dict[str, Any]) -> ExecutionRequest:
+    return ExecutionRequest(check_id="rows", execution_id="e" * 32, event=dict(EVENT), properties=properties)
+
+
+def test_airflow2_v1_basic_auth(airflow: FakeAirflow) -> None:
+    props = {"url": airflow.url, "dag_id": "count_rows", "api_version": "v1", "username": "admin", "password": "pw",
+             "dag_conf": {"extra": "1", "check_id": "overridden"}}
+    started = AirflowExecutor().start(request(props))
+    [(method, path, headers, body)] = airflow.requests
+    assert (method, path) == ("POST", "/api/v1/dags/count_rows/dagRuns")
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"admin:pw").decode()
+    assert headers["Content-Type"] == "application/json"
+    run_id = f"lakewarden__rows__{'e' * 32}"
+    assert body == {"dag_run_id": run_id, "conf": {**EVENT, "extra": "1"}}
+    assert started.output_url == f"{airflow.url}/dags/count_rows/grid?dag_run_id={run_id}"
+
+
+def test_airflow3_v2_token_then_dag_run(airflow: FakeAirflow) -> None:
+    props = {"url": airflow.url + "/", "dag_id": "count_rows", "username": "admin", "password": "pw"}
+    started = AirflowExecutor().start(request(props))
+    (m1, p1, _, b1), (m2, p2, h2, b2) = airflow.requests
+    assert (m1, p1, b1) == ("POST", "/auth/token", {"username": "admin", "password": "pw"})
+    assert (m2, p2) == ("POST", "/api/v2/dags/count_rows/dagRuns")
+    assert h2["Authorization"] == "Bearer jwt-123"
+    assert b2 == {"dag_run_id": f"lakewarden__rows__{'e' * 32}", "conf": EVENT, "logical_date": None}
+    assert started.output_url == f"{airflow.url}/dags/count_rows/runs/lakewarden__rows__{'e' * 32}"
+
+
+def test_static_bearer_token_and_refusal(airflow: FakeAirflow) -> None:
+    airflow.dag_run_status = 404
+    with pytest.raises(ExecutorError, match="airflow refused the DAG run: HTTP 404"):
+        AirflowExecutor().start(request({"url": airflow.url, "dag_id": "missing", "token": "tok"}))
+    [(_, path, headers, _)] = airflow.requests
+    assert path == "/api/v2/dags/missing/dagRuns" and headers["Authorization"] == "Bearer tok"
