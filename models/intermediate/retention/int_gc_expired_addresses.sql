@@ -1,5 +1,6 @@
 -- One row per physical object referenced by an entry of a range that only expired commits
--- reference (or that no commit references): the candidates for deletion.
+-- reference: the candidates for deletion. Ranges no commit lists (e.g. written by a commit
+-- still in progress) are never candidates.
 
 with
 
@@ -25,8 +26,8 @@ expired_range_entries as (
 
     select ranges.*
     from ranges
-    left anti join range_liveness
-        on ranges.range_id = range_liveness.range_id and range_liveness.is_live
+    left semi join range_liveness
+        on ranges.range_id = range_liveness.range_id and not range_liveness.is_live
 
 ),
 
