@@ -39,6 +39,8 @@ __all__ = [
     "decode_raw_record",
     "detect_record_type",
     "iter_decoded",
+    "decode_range_columns",
+    "RANGE_COLUMNS",
     "RECORD_TYPES",
     "TABLE_TYPE_RANGES",
     "TABLE_TYPE_METARANGES",
@@ -241,6 +243,53 @@ def detect_record_type(reader: SSTableReader) -> str:
     return {TABLE_TYPE_RANGES: "range", TABLE_TYPE_METARANGES: "metarange"}.get(
         reader.table_type or "", "raw"
     )
+
+
+#: Columns of :func:`decode_range_columns`, in snapshot ``ranges`` order (minus ``range_id``).
+RANGE_COLUMNS: Final = ("key", "address", "address_type", "last_modified_us", "size", "etag")
+
+
+def decode_range_columns(reader: SSTableReader) -> dict[str, list[Any]]:
+    """Decode a whole range into column lists: the bulk path used by extract and Spark tasks.
+
+    Builds no per-record dicts and formats no timestamps (``last_modified_us`` is microseconds
+    since the epoch, UTC), which makes it several times faster than :func:`iter_decoded`.
+    ``address_type`` is the enum name, as in :func:`decode_range_record`.
+    """
+    keys: list[str] = []
+    addresses: list[str] = []
+    types: list[str] = []
+    modified: list[int] = []
+    sizes: list[int] = []
+    etags: list[str] = []
+    parse = catalog_pb2.Entry.FromString
+    type_names = _ADDRESS_TYPE_NAMES
+    try:
+        for block_keys, block_values in reader.iter_blocks():
+            for key, value in zip(block_keys, block_values):
+                entry = parse(decode_value(value)[1])
+                ts = entry.last_modified
+                keys.append(key.decode("utf-8", "replace"))
+                addresses.append(entry.address)
+                types.append(type_names.get(entry.address_type) or str(entry.address_type))
+                modified.append(ts.seconds * 1_000_000 + ts.nanos // 1000)
+                sizes.append(entry.size)
+                etags.append(entry.e_tag)
+    except DecodeError:
+        raise RecordError(
+            f"record after {keys[-1] if keys else 'start'!r}: value is not a valid catalog.Entry",
+            source=reader.name,
+        ) from None
+    except RecordError as exc:
+        raise RecordError(str(exc), source=reader.name) from None
+    return {
+        "key": keys,
+        "address": addresses,
+        "address_type": types,
+        "last_modified_us": modified,
+        "size": sizes,
+        "etag": etags,
+    }
 
 
 def iter_decoded(reader: SSTableReader, record_type: str = "auto") -> Iterator[dict[str, Any]]:

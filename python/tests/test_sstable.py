@@ -262,3 +262,32 @@ def test_wrong_record_type_is_a_clear_error(sstable_fixtures: Path) -> None:
     reader = SSTableReader(sstable_fixtures / "pebble" / "h.sst")
     with pytest.raises(RecordError, match="not a lakeFS value|not a valid"):
         list(iter_decoded(reader, "range"))
+
+
+@pytest.mark.parametrize("name", LAKEFS_RANGES)
+def test_columnar_decoding_matches_record_decoding(sstable_fixtures: Path, name: str) -> None:
+    from datetime import datetime, timezone
+
+    from lakewarden.lakefs_records import RANGE_COLUMNS, decode_range_columns
+
+    reader = SSTableReader(sstable_fixtures / "lakefs" / name)
+    columns = decode_range_columns(reader)
+    assert tuple(columns) == RANGE_COLUMNS
+    rows = list(iter_decoded(reader))
+    assert columns["key"] == [r["key"] for r in rows]
+    assert columns["address"] == [r["address"] for r in rows]
+    assert columns["address_type"] == [r["address_type"] for r in rows]
+    assert columns["size"] == [r["size"] for r in rows]
+    assert columns["etag"] == [r["etag"] for r in rows]
+    as_text = [
+        datetime.fromtimestamp(us // 1_000_000, tz=timezone.utc).replace(microsecond=us % 1_000_000).isoformat()
+        for us in columns["last_modified_us"]
+    ]
+    assert as_text == [r["last_modified"] for r in rows]
+
+
+def test_columnar_decoding_of_non_range_is_a_clear_error(sstable_fixtures: Path) -> None:
+    from lakewarden.lakefs_records import decode_range_columns
+
+    with pytest.raises(RecordError, match="h.sst"):
+        decode_range_columns(SSTableReader(sstable_fixtures / "pebble" / "h.sst"))
