@@ -1,0 +1,107 @@
+"""The commit page in a real headless Chromium (Debian ``chromium``), driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checks_support import API_TOKEN, REPO, webhook_actions
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian chromium at /usr/bin/chromium"),
+]
+
+
+@pytest.fixture
+def browser_page():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 720})
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def test_commit_page_shows_checks_and_retry_changes_state(snapshot, receiver, service_factory, browser_page, tmp_path) -> None:
+    receiver.result = {"status": "FAILED", "metadata": {"null_rows": "2", "column": "price"}}
+    commit = snapshot.commit(
+        {
+            "_lakefs_actions/checks.yaml": webhook_actions(
+                receiver.url, ["row-count", "schema"], properties={"output_url": "http://logs.example/{{ execution_id }}"}
+            )
+        },
+        message="add prices table",
+        branch="main",
+    )
+    snapshot.write()
+    live = service_factory(snapshot.directory)
+    assert live.trigger("main").status_code == 202
+    live.wait_for("main", "row-count", {"FAILED"})
+    live.wait_for("main", "schema", {"FAILED"})
+    receiver.result = {"status": "SUCCESS", "metadata": {"rows": "42"}}
+    assert requests_ok(live.retry("main", "schema"))
+    live.wait_for("main", "schema", {"SUCCESS"})
+
+    page = browser_page
+    page.goto(f"{live.url}/ui/repositories/{REPO}/refs/{commit}")
+    failed = page.locator('tr[data-check="row-count"]')
+    failed.locator('[data-status="FAILED"]').wait_for(timeout=10_000)
+    assert page.locator("#commit").inner_text() == commit
+    assert "add prices table" in page.locator("#commit-message").inner_text()
+    assert "null_rows" in failed.inner_text() and "price" in failed.inner_text()
+    assert failed.locator("a", has_text="logs").get_attribute("href").startswith("http://logs.example/")
+    passed = page.locator('tr[data-check="schema"]')
+    assert passed.locator('[data-status="SUCCESS"]').count() == 1
+    assert passed.locator("button.retry").count() == 0  # no Retry for SUCCESS
+    assert "attempt 2" in passed.inner_text()
+
+    screenshot = tmp_path / "commit-page.png"
+    page.screenshot(path=str(screenshot), full_page=True)
+    assert screenshot.stat().st_size > 10_000
+    if os.environ.get("CHECKS_SCREENSHOT"):
+        shutil.copy(screenshot, os.environ["CHECKS_SCREENSHOT"])
+
+    # Without the API token the retry is refused and the page says so.
+    failed.locator("button.retry").click()
+    page.locator("#message.bad").wait_for(timeout=10_000)
+    assert "missing or wrong API token" in page.locator("#message").inner_text()
+    assert live.checks(commit)["row-count"]["attempt"] == 1
+
+    page.fill("#api-token", API_TOKEN)
+    page.locator("#api-token").dispatch_event("change")
+    page.locator('tr[data-check="row-count"] button.retry').click()
+    page.locator('tr[data-check="row-count"] [data-status="SUCCESS"]').wait_for(timeout=15_000)
+    row = page.locator('tr[data-check="row-count"]')
+    assert "rows" in row.inner_text() and "attempt 2" in row.inner_text()
+    assert row.locator("button.retry").count() == 0
+    assert live.checks(commit)["row-count"]["status"] == "SUCCESS"
+
+    page.goto(f"{live.url}/")
+    page.locator("#recent a").first.wait_for(timeout=10_000)
+    assert page.locator("#recent a").first.inner_text() == commit[:16]
+
+    page.goto(f"{live.url}/ui/repositories/{REPO}/refs/no-such-branch")
+    page.locator("#message.bad").wait_for(timeout=10_000)
+    assert "ref 'no-such-branch' not found" in page.locator("#message").inner_text()
+
+
+def requests_ok(answer) -> bool:
+    return 200 <= answer.status_code < 300
