@@ -142,9 +142,21 @@ def _first(frame: "DataFrame") -> Any:
     return rows[0] if rows else None
 
 
+def spark_error_reason(exc: BaseException) -> str:
+    """The most specific one-line cause inside a Spark/JVM error (e.g. the JSON parser's)."""
+    text = str(exc)
+    for marker in ("JsonParseException: ", "MALFORMED_RECORD_IN_PARSING", "Caused by: "):
+        position = text.find(marker)
+        if position >= 0:
+            return text[position:].splitlines()[0][:300]
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]
+
+
 def _check_table(spark: "SparkSession", name: str, path: Path, frame: "DataFrame", raw_columns: list[tuple[str, str]]) -> None:
-    from pyspark.sql import functions as F
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
 
     try:
         for column in NOT_NULL.get(name, ()):
@@ -157,9 +169,8 @@ def _check_table(spark: "SparkSession", name: str, path: Path, frame: "DataFrame
                 raise BadInput(
                     f"{bad['address_type']!r} is not one of {', '.join(ADDRESS_TYPES)}", source=str(path), field="address_type"
                 )
-    except PySparkException as exc:  # FAILFAST JSON parsing surfaces here, at the first action
-        first_line = str(exc).strip().splitlines()[0]
-        raise BadInput(f"malformed ({first_line[:300]})", source=str(path)) from None
+    except (PySparkException, Py4JJavaError) as exc:  # FAILFAST JSON parsing fails at the first action
+        raise BadInput(f"malformed ({spark_error_reason(exc)})", source=str(path)) from None
 
 
 def _check_references(tables: dict[str, "DataFrame"], paths: dict[str, Path]) -> None:

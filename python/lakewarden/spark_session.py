@@ -56,5 +56,7 @@ def get_or_create(state: Path, *, app_name: str = "lakewarden", master: str | No
     for key, value in spark_conf(state).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(os.environ.get("LAKEWARDEN_SPARK_LOG_LEVEL", "ERROR"))
+    # Spark logs failed tasks (e.g. a malformed snapshot line) as ERROR with JVM stack traces;
+    # lakewarden reports those errors itself in one line, so only FATAL goes to the terminal.
+    session.sparkContext.setLogLevel(os.environ.get("LAKEWARDEN_SPARK_LOG_LEVEL", "FATAL"))
     return session
