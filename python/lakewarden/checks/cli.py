@@ -229,6 +229,11 @@ def _api_token(config_token: str | None, state: Path) -> str:
     return token
 
 
+def _stop_on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM ends ``serve`` like Ctrl-C: the server loop unwinds and everything is closed."""
+    raise KeyboardInterrupt
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from lakewarden.checks.catalog import Catalog, LakeFSCatalog, SnapshotCatalog
     from lakewarden.checks.config import load_service_config
@@ -260,7 +265,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         store.close()
         raise BadInput(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", field="port") from None
     sweeper = Sweeper(store, config.sweep_interval).start()
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
     print(f"lakewarden checks: serving on {server.url} (merge gate: {server.url}/api/v1/hooks/pre-merge)", flush=True)
     try:
         server.serve_forever()

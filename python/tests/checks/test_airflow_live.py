@@ -20,8 +20,6 @@ from typing import Iterator
 import pytest
 import requests
 
-from checks_support import REPO
-
 REPO_ROOT = Path(__file__).resolve().parents[3]
 AIRFLOW_VENV = REPO_ROOT / ".venv-airflow"
 DAG_ID = "lakewarden_row_count"

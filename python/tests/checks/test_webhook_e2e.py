@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 
-import pytest
 import requests
 
 from checks_support import REPO, LiveService, SnapshotBuilder, WebhookReceiver, webhook_actions
