@@ -20,6 +20,7 @@ from lakewarden.errors import BadInput
 COMMAND_MODULES: tuple[str, ...] = (
     "lakewarden.jobs.gc",
     "lakewarden.sstable_cli",
+    "lakewarden.extract.cli",
     "lakewarden.checks.cli",
 )
 

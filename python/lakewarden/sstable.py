@@ -252,8 +252,10 @@ class SSTableReader:
     so that a corrupt file fails at construction, before a caller has produced any output.
     """
 
-    def __init__(self, source: Source, *, verify_checksums: bool = True) -> None:
+    def __init__(self, source: Source, *, verify_checksums: bool = True, name: str | None = None) -> None:
         self._buf, self.name = _read_source(source)
+        if name is not None:  # where in-memory bytes came from, for error messages
+            self.name = name
         self._verify = verify_checksums
         self.footer = self._read_footer()
         self._meta_handles = self._read_metaindex()

@@ -1,0 +1,240 @@
+"""Extract one lakeFS repository into a snapshot directory.
+
+Order of work, chosen so that bad input fails before anything is written and a partial
+snapshot never looks complete:
+
+1. refuse an existing non-empty output directory (unless ``force``);
+2. read the repository, branches, tags, commits (log API), GC rules and uncommitted entries
+   from the API; branch and tag heads are read *before* the log, so every head is in the
+   commits table;
+3. read each metarange, then each range not yet in the cache, from the storage namespace;
+4. write every table into a hidden temporary directory beside the output and rename it into
+   place only at the end (a failure removes the temporary directory).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakewarden.errors import BadInput
+from lakewarden.extract.api import CommitRow, LakeFSApi, StagedRow
+from lakewarden.extract.config import LakeFSConfig
+from lakewarden.extract.ranges import RANGES_SCHEMA, RangeCache, decode_range_table, read_metarange
+from lakewarden.extract.storage import MetadataStore, open_store
+
+__all__ = ["ExtractResult", "extract_repository", "SNAPSHOT_SCHEMAS"]
+
+log = logging.getLogger(__name__)
+TS = pa.timestamp("us", tz="UTC")
+
+SNAPSHOT_SCHEMAS: dict[str, pa.Schema] = {
+    "commits": pa.schema(
+        [
+            ("commit_id", pa.string()),
+            ("parents", pa.list_(pa.string())),
+            ("creation_date", TS),
+            ("meta_range_id", pa.string()),
+            ("committer", pa.string()),
+            ("message", pa.string()),
+            ("version", pa.int32()),
+        ]
+    ),
+    "branches": pa.schema([("branch_id", pa.string()), ("commit_id", pa.string()), ("hidden", pa.bool_())]),
+    "tags": pa.schema([("tag_id", pa.string()), ("commit_id", pa.string())]),
+    "metaranges": pa.schema([("meta_range_id", pa.string()), ("range_id", pa.string())]),
+    "ranges": RANGES_SCHEMA,
+    "staged": pa.schema(
+        [
+            ("branch_id", pa.string()),
+            ("key", pa.string()),
+            ("address", pa.string()),
+            ("address_type", pa.string()),
+            ("last_modified", TS),
+        ]
+    ),
+}
+
+
+@dataclass
+class ExtractResult:
+    """What an extract wrote, for the CLI summary and for callers that run jobs next."""
+
+    snapshot_dir: Path
+    repository: dict[str, str]
+    rows: dict[str, int] = field(default_factory=dict)
+    ranges_total: int = 0
+    ranges_reused: int = 0
+    ranges_read: int = 0
+    gc_rules: bool = False
+
+    def summary(self) -> str:
+        tables = ", ".join(f"{n} {t}" for t, n in self.rows.items())
+        return (
+            f"extracted {self.repository['repository_id']} into {self.snapshot_dir}: {tables}; "
+            f"ranges: {self.ranges_total} ({self.ranges_reused} reused from cache, {self.ranges_read} read)"
+            + ("; gc_rules.json written" if self.gc_rules else "; no GC rules set")
+        )
+
+
+def _check_output(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise BadInput("exists and is not a directory", source=str(out), field="--out")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise BadInput("already exists and is not empty (pass --force to replace it)", source=str(out), field="--out")
+
+
+def _write(table_dir: Path, name: str, rows: dict[str, list[Any]]) -> int:
+    table = pa.table(rows, schema=SNAPSHOT_SCHEMAS[name])
+    pq.write_table(table, table_dir / f"{name}.parquet")
+    return table.num_rows
+
+
+def _commit_columns(commits: Iterable[CommitRow]) -> dict[str, list[Any]]:
+    ordered = sorted(commits, key=lambda c: c.commit_id)
+    return {
+        "commit_id": [c.commit_id for c in ordered],
+        "parents": [c.parents for c in ordered],
+        "creation_date": [c.creation_date for c in ordered],
+        "meta_range_id": [c.meta_range_id for c in ordered],
+        "committer": [c.committer for c in ordered],
+        "message": [c.message for c in ordered],
+        "version": [c.version for c in ordered],
+    }
+
+
+def _staged_columns(rows: list[StagedRow]) -> dict[str, list[Any]]:
+    return {
+        "branch_id": [r.branch_id for r in rows],
+        "key": [r.key for r in rows],
+        "address": [r.address for r in rows],
+        "address_type": [r.address_type for r in rows],
+        "last_modified": [r.last_modified for r in rows],
+    }
+
+
+def _decode_into_cache(store: MetadataStore, cache: RangeCache, range_id: str) -> int:
+    data = store.read(range_id, "range")
+    table = decode_range_table(range_id, data, store.location(range_id))
+    cache.put(range_id, table)
+    return table.num_rows
+
+
+def _worker_decode(namespace: str, local_blockstore: str | None, cache_root: str, range_id: str) -> int:
+    """Process-pool entry point (stores and caches are rebuilt per process, not pickled)."""
+    return _decode_into_cache(
+        open_store(namespace, local_blockstore=local_blockstore), RangeCache(Path(cache_root)), range_id
+    )
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another filesystem, or links not supported
+        shutil.copyfile(source, target)
+
+
+def extract_repository(
+    *,
+    config: LakeFSConfig,
+    repository: str,
+    out: Path,
+    cache_dir: Path,
+    force: bool = False,
+    local_blockstore: str | None = None,
+    include_staged: bool = True,
+    jobs: int = 1,
+) -> ExtractResult:
+    """Extract ``repository`` into the snapshot directory ``out`` (see the module docstring)."""
+    out = Path(out).absolute()
+    _check_output(out, force)
+
+    with LakeFSApi(config, repository) as api:
+        repo = api.repository_info()
+        store = open_store(repo["storage_namespace"], local_blockstore=local_blockstore)
+        branches = api.branches()
+        tags = api.tags()
+        rules = api.gc_rules()
+        commits = api.commits([b.commit_id for b in branches] + [c for _, c in tags])
+        staged: list[StagedRow] = []
+        if include_staged:
+            for branch in branches:
+                staged.extend(api.staged(branch.branch_id, repo["storage_namespace"]))
+    log.info("read %d branches, %d tags, %d commits from lakeFS", len(branches), len(tags), len(commits))
+
+    cache = RangeCache(Path(cache_dir))
+    metarange_rows: dict[str, list[str]] = {"meta_range_id": [], "range_id": []}
+    range_ids: dict[str, None] = {}
+    for meta_range_id in sorted({c.meta_range_id for c in commits.values() if c.meta_range_id}):
+        listed = read_metarange(store.read(meta_range_id, "metarange"), store.location(meta_range_id))
+        metarange_rows["meta_range_id"].extend([meta_range_id] * len(listed))
+        metarange_rows["range_id"].extend(listed)
+        range_ids.update(dict.fromkeys(listed))
+
+    result = ExtractResult(snapshot_dir=out, repository=repo, ranges_total=len(range_ids))
+    missing = [r for r in range_ids if r not in cache]
+    result.ranges_reused = len(range_ids) - len(missing)
+    result.ranges_read = len(missing)
+    log.info("%d ranges: %d cached, %d to read", len(range_ids), result.ranges_reused, len(missing))
+    if jobs > 1 and len(missing) > 1:
+        decode = partial(_worker_decode, repo["storage_namespace"], local_blockstore, str(cache_dir))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(decode, missing, chunksize=4))
+    else:
+        for range_id in missing:
+            _decode_into_cache(store, cache, range_id)
+
+    tmp = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp.mkdir()
+    try:
+        (tmp / "repository.json").write_text(json.dumps(repo, indent=2) + "\n", encoding="utf-8")
+        if rules is not None:
+            (tmp / "gc_rules.json").write_text(json.dumps(rules, indent=2) + "\n", encoding="utf-8")
+            result.gc_rules = True
+        result.rows["commits"] = _write(tmp, "commits", _commit_columns(commits.values()))
+        result.rows["branches"] = _write(
+            tmp,
+            "branches",
+            {
+                "branch_id": [b.branch_id for b in branches],
+                "commit_id": [b.commit_id for b in branches],
+                "hidden": [b.hidden for b in branches],
+            },
+        )
+        result.rows["tags"] = _write(tmp, "tags", {"tag_id": [t for t, _ in tags], "commit_id": [c for _, c in tags]})
+        result.rows["metaranges"] = _write(tmp, "metaranges", metarange_rows)
+        ranges_dir = tmp / "ranges.parquet"
+        ranges_dir.mkdir()
+        total = 0
+        for range_id in range_ids:
+            source = cache.path(range_id)
+            _link_or_copy(source, ranges_dir / f"part-{range_id}.parquet")
+            total += pq.ParquetFile(source).metadata.num_rows
+        if not range_ids:  # an empty folder has no schema; write one empty part
+            pq.write_table(RANGES_SCHEMA.empty_table(), ranges_dir / "part-empty.parquet")
+        result.rows["ranges"] = total
+        result.rows["staged"] = _write(tmp, "staged", _staged_columns(staged))
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return result
