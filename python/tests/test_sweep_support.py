@@ -9,6 +9,7 @@ a 200), so retry paths run over real HTTP rather than a patched client.
 from __future__ import annotations
 
 import http.client
+import logging
 import threading
 import uuid
 import xml.etree.ElementTree as ET
@@ -34,6 +35,7 @@ def moto_endpoint(request: pytest.FixtureRequest) -> str:
     if _SERVER is None:
         from moto.server import ThreadedMotoServer
 
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
         _SERVER = server
