@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lakewarden.sstable_cli",
     "lakewarden.extract.cli",
     "lakewarden.checks.cli",
+    "lakewarden.jobs.sweep",
 )
 
 
