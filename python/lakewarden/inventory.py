@@ -1,0 +1,586 @@
+"""The storage inventory: which objects exist under a namespace, as a Spark DataFrame.
+
+Uncommitted GC subtracts what the repository references from what storage holds. What storage
+holds comes from an AWS S3 Inventory report when there is one (cheap, no listing), else from
+listing the namespace. Both give the same shape, :data:`INVENTORY_SCHEMA`:
+``physical_address`` (canonical URI, raw key: what :func:`lakewarden.safety.resolve_physical`
+yields for the same object), ``size``, ``last_modified``.
+
+Only objects strictly inside the namespace are returned, never anything under ``_lakefs/`` under
+any reading of the key (percent-decoding, dot segments, backslashes): leaving an object out of
+the storage inventory can only keep it, never delete it, so the filter is conservative.
+
+S3 Inventory (https://docs.aws.amazon.com/AmazonS3/latest/userguide/storage-inventory.html):
+``manifest.json`` lists the data files and their ``fileSchema``; ``manifest.checksum`` holds the
+manifest's MD5. CSV data files are gzip'd, headerless, columns in ``fileSchema`` order, keys
+URL-encoded (form encoding: ``+`` is a space). Parquet/ORC files carry snake_case columns.
+Spark cannot read ``s3://`` here (no hadoop-aws), so remote data files are downloaded in
+parallel to a local work directory first, and checked against the manifest's MD5s.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import stat
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
+from lakewarden.errors import BadInput
+from lakewarden.safety import LAKEFS_DIR, ParsedURI, parse_uri
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+INVENTORY_SCHEMA = "physical_address string, size long, last_modified timestamp"
+FORMATS = {"csv": "CSV", "parquet": "Parquet", "orc": "ORC"}
+#: Canonical field names (lower case, no underscores) -> the role they play here.
+FIELD_BUCKET, FIELD_KEY, FIELD_SIZE, FIELD_MODIFIED = "bucket", "key", "size", "lastmodifieddate"
+FIELD_LATEST, FIELD_DELETE_MARKER = "islatest", "isdeletemarker"
+
+
+def _canonical_field(name: str) -> str:
+    return name.replace("_", "").replace(" ", "").lower()
+
+
+# -- manifests --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataFile:
+    key: str
+    size: int | None
+    md5: str | None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A parsed, checksum-verified ``manifest.json``."""
+
+    location: str
+    source_bucket: str
+    destination_bucket: str
+    file_format: str
+    fields: tuple[str, ...]
+    files: tuple[DataFile, ...]
+    raw: Mapping[str, Any] = field(repr=False)
+
+    def field_index(self) -> dict[str, str]:
+        """Canonical field name -> the name as the manifest spells it."""
+        return {_canonical_field(name): name for name in self.fields}
+
+
+def parse_file_schema(file_format: str, schema: str) -> tuple[str, ...]:
+    """Field names of a manifest's ``fileSchema`` (CSV list, Parquet message or ORC struct)."""
+    text = schema.strip()
+    if file_format == "Parquet" or text.startswith("message"):
+        return tuple(re.findall(r"(?:required|optional|repeated)\s+\w+\s+([A-Za-z_][\w]*)", text))
+    if file_format == "ORC" or text.startswith("struct<"):
+        inner = text[text.find("<") + 1 : text.rfind(">")] if "<" in text else text
+        return tuple(m for m in re.findall(r"(?:^|,)\s*([A-Za-z_][\w]*)\s*:", inner))
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def load_manifest(location: str, *, s3_options: Mapping[str, Any] | None = None, require_checksum: bool = True) -> Manifest:
+    """Read and validate a manifest (local path, ``file:`` or ``s3://`` URI); :class:`BadInput` if wrong."""
+    source = location
+    data = _read_bytes(location, s3_options, what="manifest")
+    checksum_location = _sibling(location, "manifest.checksum")
+    try:
+        expected = _read_bytes(checksum_location, s3_options, what="checksum").decode("ascii", "replace").split()
+    except BadInput:
+        if require_checksum:
+            raise
+        expected = []
+    actual = hashlib.md5(data).hexdigest()
+    if expected and expected[0].lower() != actual:
+        raise BadInput(f"checksum mismatch: manifest.json has MD5 {actual}, manifest.checksum says {expected[0]}", source=checksum_location, field="md5")
+    if require_checksum and not expected:
+        raise BadInput("empty checksum file", source=checksum_location)
+    try:
+        raw = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInput(f"not JSON: {exc}", source=source) from exc
+    if not isinstance(raw, dict):
+        raise BadInput("not a JSON object", source=source)
+    file_format = FORMATS.get(str(raw.get("fileFormat", "")).lower())
+    if file_format is None:
+        raise BadInput(f"unsupported {raw.get('fileFormat')!r} (CSV, Parquet or ORC)", source=source, field="fileFormat")
+    schema = raw.get("fileSchema")
+    if not isinstance(schema, str) or not schema.strip():
+        raise BadInput("missing", source=source, field="fileSchema")
+    fields = parse_file_schema(file_format, schema)
+    if FIELD_KEY not in {_canonical_field(name) for name in fields}:
+        raise BadInput(f"has no Key field ({schema!r})", source=source, field="fileSchema")
+    files_raw = raw.get("files")
+    if not isinstance(files_raw, list) or not files_raw:
+        raise BadInput("missing or empty", source=source, field="files")
+    files = []
+    for index, entry in enumerate(files_raw):
+        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str) or not entry["key"]:
+            raise BadInput("missing key", source=source, field=f"files[{index}].key")
+        size = entry.get("size")
+        md5 = entry.get("MD5checksum")
+        files.append(DataFile(entry["key"], int(size) if isinstance(size, (int, str)) and str(size).isdigit() else None, md5 if isinstance(md5, str) else None))
+    source_bucket = raw.get("sourceBucket")
+    if not isinstance(source_bucket, str) or not source_bucket:
+        raise BadInput("missing", source=source, field="sourceBucket")
+    destination = str(raw.get("destinationBucket") or "")
+    return Manifest(
+        location=location,
+        source_bucket=source_bucket,
+        destination_bucket=destination.rsplit(":", 1)[-1] if destination.startswith("arn:") else destination,
+        file_format=file_format,
+        fields=fields,
+        files=tuple(files),
+        raw=raw,
+    )
+
+
+def _is_s3(location: str) -> bool:
+    return bool(re.match(r"(?i)^s3[an]?://", location))
+
+
+def _local(location: str) -> Path:
+    if location.startswith("file:"):
+        return Path(parse_uri(location).path)
+    return Path(location).expanduser().resolve()
+
+
+def _sibling(location: str, name: str) -> str:
+    if _is_s3(location):
+        return location.rsplit("/", 1)[0] + "/" + name
+    return str(_local(location).parent / name)
+
+
+def _read_bytes(location: str, s3_options: Mapping[str, Any] | None, *, what: str) -> bytes:
+    if _is_s3(location):
+        from botocore.exceptions import ClientError
+
+        from lakewarden.deleters.s3 import s3_client
+
+        parsed = parse_uri(location)
+        try:
+            return s3_client(dict(s3_options or {})).get_object(Bucket=parsed.authority, Key=parsed.path[1:])["Body"].read()
+        except ClientError as exc:
+            raise BadInput(f"cannot read the {what}: {exc.response.get('Error', {}).get('Code')}", source=location) from exc
+    path = _local(location)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BadInput(f"cannot read the {what}: {exc.strerror or exc}", source=str(path)) from exc
+
+
+# -- data files -------------------------------------------------------------------------------
+
+
+def _md5_file(path: Path) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_data_file(manifest: Manifest, index: int, entry: DataFile, path: Path, verify: bool) -> None:
+    if entry.size is not None and path.stat().st_size != entry.size:
+        raise BadInput(f"data file {entry.key} is {path.stat().st_size} bytes, the manifest says {entry.size}", source=manifest.location, field=f"files[{index}].size")
+    if verify and entry.md5 and _md5_file(path) != entry.md5.lower():
+        raise BadInput(f"data file {entry.key} does not match its MD5", source=manifest.location, field=f"files[{index}].MD5checksum")
+
+
+def _locate_local(manifest: Manifest, entry: DataFile) -> Path | None:
+    """Where a local copy of an inventory keeps data file ``entry``.
+
+    Keys are relative to the destination bucket; a local copy roots that bucket at one of the
+    manifest's ancestors (``<root>/<key>`` or ``<root>/<destination bucket>/<key>``).
+    """
+    if entry.key.startswith(("/", "file:")):
+        candidate = _local(entry.key)
+        return candidate if candidate.is_file() else None
+    here = _local(manifest.location).parent
+    for root in (here, *here.parents):
+        candidates = [root / entry.key]
+        if manifest.destination_bucket:
+            candidates.append(root / manifest.destination_bucket / entry.key)
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def local_data_files(manifest: Manifest, *, s3_options: Mapping[str, Any] | None = None, work_dir: Path | None = None, verify: bool = True, threads: int = 8) -> list[Path]:
+    """Local paths of every data file, downloading them (in parallel) for an ``s3://`` manifest."""
+    if not _is_s3(manifest.location):
+        paths = []
+        for index, entry in enumerate(manifest.files):
+            path = _locate_local(manifest, entry)
+            if path is None:
+                raise BadInput(f"missing data file {entry.key}", source=manifest.location, field=f"files[{index}].key")
+            _check_data_file(manifest, index, entry, path, verify)
+            paths.append(path)
+        return paths
+    directory = work_dir or _temp_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def fetch(item: tuple[int, DataFile]) -> Path:
+        from botocore.exceptions import ClientError
+
+        from lakewarden.deleters.s3 import s3_client
+
+        index, entry = item
+        # keep the extension: Spark picks the codec (.gz) from the file name
+        target = directory / f"{index:06d}-{os.path.basename(entry.key)}"
+        try:
+            s3_client(dict(s3_options or {})).download_file(manifest.destination_bucket, entry.key, str(target))
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            raise BadInput(f"missing data file s3://{manifest.destination_bucket}/{entry.key} ({code})", source=manifest.location, field=f"files[{index}].key") from exc
+        _check_data_file(manifest, index, entry, target, verify)
+        return target
+
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        return list(pool.map(fetch, enumerate(manifest.files)))
+
+
+def _temp_dir() -> Path:
+    """A download directory that lives as long as the process (Spark reads lazily)."""
+    path = Path(tempfile.mkdtemp(prefix="lakewarden-inventory-"))
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+# -- namespace filtering (shared by inventories and listings) ----------------------------------
+
+
+def _namespace(storage_namespace: str) -> ParsedURI:
+    try:
+        return parse_uri(storage_namespace)
+    except ValueError as exc:
+        raise BadInput(str(exc), field="storage_namespace") from exc
+
+
+def _key_prefix(ns: ParsedURI) -> str:
+    """The key/path prefix every object of the namespace starts with (ends with '/' or is empty)."""
+    path = ns.path.strip("/")
+    if ns.scheme == "file":
+        return "/" + path + "/" if path else "/"
+    return path + "/" if path else ""
+
+
+def _hidden(relative: "Column") -> "Column":
+    """True for relative keys that are metadata, or ambiguous, under some reading: excluded."""
+    from pyspark.sql import functions as F
+
+    readings = [relative, F.call_function("try_url_decode", relative)]
+    readings.append(F.call_function("try_url_decode", readings[1]))
+    conditions = []
+    for reading in readings:
+        slashed = F.regexp_replace(reading, r"\\", "/")
+        conditions += [
+            F.lower(slashed).rlike(r"^[/]*(\./+)*_lakefs(/|$)"),
+            slashed.rlike(r"(^|/)\.\.?(/|$)"),
+            F.regexp_replace(slashed, "/", "") == "",
+        ]
+    # a reading that cannot be decoded is ambiguous: keep it out
+    conditions.append(readings[1].isNull() | readings[2].isNull())
+    hidden = conditions[0]
+    for condition in conditions[1:]:
+        hidden = hidden | condition
+    return hidden
+
+
+def restrict_to_namespace(df: "DataFrame", key_column: str, ns: ParsedURI) -> "DataFrame":
+    """Rows whose raw key is strictly inside ``ns`` and not (under any reading) in ``_lakefs/``."""
+    from pyspark.sql import functions as F
+
+    prefix = _key_prefix(ns)
+    key = F.col(key_column)
+    inside = key.startswith(prefix) if prefix else F.lit(True)
+    relative = F.substring(key, len(prefix) + 1, 1 << 30)
+    return df.where(key.isNotNull() & inside & ~_hidden(relative))
+
+
+# -- S3 Inventory -> DataFrame -----------------------------------------------------------------
+
+
+def read_inventory(
+    spark: "SparkSession",
+    manifest: str,
+    storage_namespace: str,
+    *,
+    s3_options: Mapping[str, Any] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    require_checksum: bool = True,
+    verify_data_files: bool = True,
+) -> "DataFrame":
+    """The objects an S3 Inventory report lists under ``storage_namespace`` (:data:`INVENTORY_SCHEMA`).
+
+    Validates before reading: checksum, format, ``fileSchema`` with a Key, the inventory's
+    bucket is the namespace's, every data file present (and matching its size/MD5). Delete
+    markers and non-current versions are left out. A ``LastModifiedDate`` missing from the
+    schema gives null ``last_modified`` (callers must treat unknown age as too young).
+    """
+    from pyspark.sql import functions as F
+
+    ns = _namespace(storage_namespace)
+    parsed = load_manifest(manifest, s3_options=s3_options, require_checksum=require_checksum)
+    if ns.scheme != "s3":
+        raise BadInput(f"an S3 inventory cannot describe the {ns.scheme}:// namespace {storage_namespace}", source=manifest, field="sourceBucket")
+    if parsed.source_bucket != ns.authority:
+        raise BadInput(f"inventory of bucket {parsed.source_bucket!r}, the storage namespace is in {ns.authority!r}", source=manifest, field="sourceBucket")
+    paths = local_data_files(parsed, s3_options=s3_options, work_dir=Path(work_dir) if work_dir else None, verify=verify_data_files)
+    files = [str(path) for path in paths]
+    names = parsed.field_index()
+
+    if parsed.file_format == "CSV":
+        columns = [f"c{i}" for i in range(len(parsed.fields))]
+        by_field = {_canonical_field(name): f"c{i}" for i, name in enumerate(parsed.fields)}
+        schema = ", ".join(f"`{column}` string" for column in columns)
+        df = spark.read.schema(schema).options(header="false", quote='"', escape='"', mode="PERMISSIVE").csv(files)
+        key = F.call_function("try_url_decode", F.col(by_field[FIELD_KEY]))
+        size = F.col(by_field[FIELD_SIZE]).cast("long") if FIELD_SIZE in by_field else F.lit(None).cast("long")
+        modified = F.col(by_field[FIELD_MODIFIED]).cast("timestamp") if FIELD_MODIFIED in by_field else F.lit(None).cast("timestamp")
+        bucket = F.col(by_field[FIELD_BUCKET]) if FIELD_BUCKET in by_field else None
+        latest = F.lower(F.col(by_field[FIELD_LATEST])) if FIELD_LATEST in by_field else None
+        marker = F.lower(F.col(by_field[FIELD_DELETE_MARKER])) if FIELD_DELETE_MARKER in by_field else None
+        truthy = F.lit("true")
+    else:
+        df = spark.read.format(parsed.file_format.lower()).load(files)
+        actual = {_canonical_field(column): column for column in df.columns}
+        if FIELD_KEY not in actual:
+            raise BadInput(f"data files have no key column (columns: {', '.join(df.columns)})", source=files[0], field=names.get(FIELD_KEY, "key"))
+        by_field = actual
+        key = F.col(actual[FIELD_KEY]).cast("string")
+        size = F.col(actual[FIELD_SIZE]).cast("long") if FIELD_SIZE in actual else F.lit(None).cast("long")
+        if FIELD_MODIFIED in actual:
+            column = F.col(actual[FIELD_MODIFIED])
+            kind = dict(df.dtypes)[actual[FIELD_MODIFIED]]
+            modified = F.timestamp_millis(column) if kind in ("bigint", "int") else column.cast("timestamp")
+        else:
+            modified = F.lit(None).cast("timestamp")
+        bucket = F.col(actual[FIELD_BUCKET]).cast("string") if FIELD_BUCKET in actual else None
+        latest = F.col(actual[FIELD_LATEST]).cast("string") if FIELD_LATEST in actual else None
+        marker = F.col(actual[FIELD_DELETE_MARKER]).cast("string") if FIELD_DELETE_MARKER in actual else None
+        truthy = F.lit("true")
+
+    rows = df.select(
+        key.alias("key"),
+        size.alias("size"),
+        modified.alias("last_modified"),
+        (bucket if bucket is not None else F.lit(ns.authority)).alias("bucket"),
+        (F.coalesce(latest, F.lit("true")) == truthy if latest is not None else F.lit(True)).alias("is_latest"),
+        (F.coalesce(marker, F.lit("false")) == truthy if marker is not None else F.lit(False)).alias("is_delete_marker"),
+    )
+    rows = rows.where((F.col("bucket") == ns.authority) & F.col("is_latest") & ~F.col("is_delete_marker"))
+    rows = restrict_to_namespace(rows, "key", ns)
+    return rows.select(
+        F.concat(F.lit(f"s3://{ns.authority}/"), F.col("key")).alias("physical_address"),
+        F.col("size"),
+        F.col("last_modified"),
+    )
+
+
+# -- listing -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ListUnit:
+    """A piece of the namespace one task lists: ``deep`` = everything under ``prefix``,
+    ``shallow`` = only objects directly at ``prefix`` (its sub-prefixes are other units)."""
+
+    prefix: str
+    deep: bool
+
+
+@dataclass(frozen=True)
+class _Lister:
+    """Runs in Spark tasks: lists units, yields ``(physical_address, size, last_modified)``."""
+
+    storage_namespace: str
+    s3_options: Mapping[str, Any]
+
+    def __call__(self, units: Iterator[ListUnit]) -> Iterator[tuple[str, int, datetime]]:
+        ns = parse_uri(self.storage_namespace)
+        for unit in units:
+            if ns.scheme == "file":
+                yield from _list_local(unit)
+            else:
+                yield from _list_s3(ns.authority, unit, self.s3_options)
+
+
+def _list_local(unit: ListUnit) -> Iterator[tuple[str, int, datetime]]:
+    def entry(path: str) -> tuple[str, int, datetime] | None:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):  # symlinks and specials are not objects
+            return None
+        return ("file://" + path, info.st_size, datetime.fromtimestamp(info.st_mtime, tz=timezone.utc))
+
+    base = unit.prefix.rstrip("/") or "/"
+    if not unit.deep:
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            return
+        for name in names:
+            row = entry(os.path.join(base, name))
+            if row is not None:
+                yield row
+        return
+    for root, dirs, files in os.walk(base, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            row = entry(os.path.join(root, name))
+            if row is not None:
+                yield row
+
+
+def _list_s3(bucket: str, unit: ListUnit, s3_options: Mapping[str, Any]) -> Iterator[tuple[str, int, datetime]]:
+    from lakewarden.deleters.s3 import s3_client
+
+    client = s3_client(dict(s3_options))
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": unit.prefix}
+    if not unit.deep:
+        kwargs["Delimiter"] = "/"
+    for page in client.get_paginator("list_objects_v2").paginate(**kwargs):
+        for obj in page.get("Contents", []):
+            modified = obj["LastModified"]
+            yield (f"s3://{bucket}/{obj['Key']}", int(obj["Size"]), modified.astimezone(timezone.utc))
+
+
+def _children(ns: ParsedURI, prefix: str, s3_options: Mapping[str, Any], max_pages: int) -> list[str] | None:
+    """Sub-prefixes directly under ``prefix``; ``None`` when there are too many to expand cheaply."""
+    if ns.scheme == "file":
+        base = prefix.rstrip("/") or "/"
+        try:
+            with os.scandir(base) as entries:
+                found = []
+                for count, item in enumerate(entries):
+                    if count >= max_pages * 1000:
+                        return None
+                    if item.is_dir(follow_symlinks=False):
+                        found.append(os.path.join(base, item.name) + "/")
+                return sorted(found)
+        except OSError:
+            return []
+    from lakewarden.deleters.s3 import s3_client
+
+    client = s3_client(dict(s3_options))
+    found = []
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=ns.authority, Prefix=prefix, Delimiter="/")
+    for number, page in enumerate(pages):
+        if number >= max_pages:
+            return None
+        found += [item["Prefix"] for item in page.get("CommonPrefixes", [])]
+    return found
+
+
+def plan_listing(storage_namespace: str, *, s3_options: Mapping[str, Any] | None = None, target_units: int = 64, max_depth: int = 3, max_pages: int = 5) -> list[ListUnit]:
+    """Split the namespace into units to list in parallel (breadth-first, by '/' prefixes).
+
+    Only prefixes are enumerated on the driver, a few pages per level at most; a level with more
+    entries than that becomes one ``deep`` unit rather than being paged through here. The
+    namespace's ``_lakefs/`` is never a unit.
+    """
+    ns = _namespace(storage_namespace)
+    options = dict(s3_options or {})
+    root = _key_prefix(ns)
+    units: list[ListUnit] = []
+    frontier = [root]
+    for depth in range(max_depth):
+        if not frontier:
+            break
+        next_frontier: list[str] = []
+        for prefix in frontier:
+            if depth > 0 and len(units) + len(frontier) + len(next_frontier) >= target_units:
+                units.append(ListUnit(prefix, deep=True))
+                continue
+            children = _children(ns, prefix, options, max_pages)
+            if children is None:
+                units.append(ListUnit(prefix, deep=True))
+                continue
+            units.append(ListUnit(prefix, deep=False))
+            for child in children:
+                if prefix == root and child[len(root):].strip("/").casefold() == LAKEFS_DIR:
+                    continue
+                next_frontier.append(child)
+        frontier = next_frontier
+    units += [ListUnit(prefix, deep=True) for prefix in frontier]
+    return units
+
+
+def list_namespace(
+    spark: "SparkSession",
+    storage_namespace: str,
+    *,
+    s3_options: Mapping[str, Any] | None = None,
+    parallelism: int | None = None,
+) -> "DataFrame":
+    """Every object under the namespace (:data:`INVENTORY_SCHEMA`), listed in Spark tasks.
+
+    The driver only plans prefixes (:func:`plan_listing`); tasks list them (``os.walk`` or S3
+    ListObjectsV2), so the listing never passes through the driver.
+    """
+    from pyspark.sql import functions as F
+
+    from lakewarden.sweep import ensure_python_workers
+
+    ns = _namespace(storage_namespace)
+    if ns.scheme not in ("file", "s3"):
+        raise BadInput(f"cannot list {ns.scheme}:// namespaces", field="storage_namespace")
+    options = {k: v for k, v in (s3_options or {}).items() if v is not None}
+    ensure_python_workers(spark)
+    target = max(parallelism or spark.sparkContext.defaultParallelism * 8, 1)
+    units = plan_listing(storage_namespace, s3_options=options, target_units=target)
+    log.info("listing %s in %d unit(s)", storage_namespace, len(units))
+    rdd = spark.sparkContext.parallelize(units, max(1, min(len(units), target))).mapPartitions(_Lister(storage_namespace, options))
+    listed = spark.createDataFrame(rdd, INVENTORY_SCHEMA)
+    if ns.scheme == "file":
+        # raw paths, as resolve_physical joins them: file://<namespace path>/<relative>
+        with_key = listed.withColumn("_key", F.expr("substring(physical_address, 8)"))
+    else:
+        with_key = listed.withColumn("_key", F.expr(f"substring(physical_address, {len(ns.authority) + 7})"))
+    return restrict_to_namespace(with_key, "_key", ns).select("physical_address", "size", "last_modified")
+
+
+def storage_inventory(
+    spark: "SparkSession",
+    storage_namespace: str,
+    manifest: str | None = None,
+    *,
+    s3_options: Mapping[str, Any] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    parallelism: int | None = None,
+) -> "DataFrame":
+    """The inventory report at ``manifest`` when given, else a listing of the namespace."""
+    if manifest:
+        return read_inventory(spark, manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir)
+    return list_namespace(spark, storage_namespace, s3_options=s3_options, parallelism=parallelism)
+
+
+__all__: Sequence[str] = (
+    "INVENTORY_SCHEMA",
+    "Manifest",
+    "ListUnit",
+    "load_manifest",
+    "parse_file_schema",
+    "read_inventory",
+    "list_namespace",
+    "plan_listing",
+    "storage_inventory",
+    "restrict_to_namespace",
+)
