@@ -18,6 +18,7 @@ from lakewarden.errors import BadInput
 
 # Modules that contribute commands, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
+    "lakewarden.jobs.demo",
     "lakewarden.jobs.gc",
     "lakewarden.sstable_cli",
     "lakewarden.extract.cli",

@@ -246,8 +246,8 @@ def load_snapshot(spark: "SparkSession", snapshot_dir: Path, *, schema: str = "l
     )
     counts: dict[str, int] = {}
     for name, frame in [("repository", repository_frame), *tables.items()]:
+        counts[name] = frame.count()  # cached: no second read
         frame.write.mode("overwrite").format("parquet").saveAsTable(f"{schema}.{name}")
-        counts[name] = spark.table(f"{schema}.{name}").count()
         if name in tables:
             frame.unpersist()
     log.info("loaded snapshot %s: %s", snapshot_dir, ", ".join(f"{k}={v}" for k, v in counts.items()))

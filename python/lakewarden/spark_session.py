@@ -29,10 +29,18 @@ def spark_conf(state: Path) -> dict[str, str]:
     """Static Spark settings for the embedded engine (also written into the dbt profile)."""
     warehouse = state / "warehouse"
     metastore = state / "metastore_db"
+    log4j = Path(__file__).with_name("log4j2.properties")
     return {
         "spark.sql.warehouse.dir": str(warehouse),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={state} -Dderby.stream.error.file={state / 'derby.log'}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={state} -Dderby.stream.error.file={state / 'derby.log'} "
+            f"-Dlog4j2.configurationFile={log4j.as_uri()}"
+        ),
+        # The embedded engine talks to nothing but itself: bind the driver to loopback.
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.shuffle.partitions": os.environ.get("LAKEWARDEN_SHUFFLE_PARTITIONS", "8"),
@@ -51,6 +59,7 @@ def get_or_create(state: Path, *, app_name: str = "lakewarden", master: str | No
     if active is not None:
         return active
     state.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name).enableHiveSupport()
     builder = builder.master(master or os.environ.get("LAKEWARDEN_SPARK_MASTER", "local[*]"))
     for key, value in spark_conf(state).items():

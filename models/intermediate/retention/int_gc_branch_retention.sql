@@ -16,7 +16,9 @@ rules as (
 
 default_rule as (
 
-    select retention_days from rules where is_default
+    select retention_days
+    from rules
+    where is_default
 
 ),
 

@@ -49,7 +49,7 @@ staged_entries as (
 
 ),
 
-references as (
+all_references as (
 
     select * from live_range_entries
     union all
@@ -60,10 +60,10 @@ references as (
 final as (
 
     select
-        {{ physical_address('references.address', 'references.address_type', 'repository.storage_namespace') }}
+        {{ physical_address('all_references.address', 'all_references.address_type', 'repository.storage_namespace') }}
             as physical_address,
-        min(references.referenced_by) as referenced_by
-    from references
+        min(all_references.referenced_by) as referenced_by
+    from all_references
     cross join repository
     group by 1
 

@@ -40,7 +40,9 @@ dangling_commits as (
 
 default_rule as (
 
-    select retention_days from rules where is_default
+    select retention_days
+    from rules
+    where is_default
 
 ),
 

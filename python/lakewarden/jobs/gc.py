@@ -13,7 +13,7 @@ from lakewarden.errors import BadInput
 from lakewarden.gc_rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
 from lakewarden.project import run_dbt
-from lakewarden.report import Report, default_report_dir, local_path
+from lakewarden.report import Report, default_report_dir, local_path, write_single_csv
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,11 @@ def mark_committed(
         totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
         report.write_addresses(
             marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "example_path", "path_count")
+        )
+        write_single_csv(
+            commits.select("commit_id", "created_at", "is_active", "reason"),
+            report.directory / "commits.csv",
+            sort_by=["created_at", "commit_id"],
         )
         write_lakefs_outputs(context, commits, marked)
         result = CommittedGcResult(
