@@ -65,7 +65,11 @@ class SweepFailed(LakewardenError):
 
 @dataclass(frozen=True)
 class SweepResult:
-    """Outcome of a sweep, counted over every sweep of the report (re-runs included)."""
+    """Outcome of a sweep, counted over every sweep of the report (re-runs included).
+
+    ``seconds`` is the whole sweep; ``delete_seconds`` the deleting job alone (Spark tasks
+    reading, checking, deleting, recording), which ``deletes_per_second`` is measured over.
+    """
 
     report_dir: str
     run_id: str | None
@@ -80,6 +84,7 @@ class SweepResult:
     started_at: str
     finished_at: str
     seconds: float
+    delete_seconds: float
     deletes_per_second: float
     outcomes_csv: str
     error: str | None = None
@@ -457,6 +462,7 @@ def sweep_report(
     )
     progress = _Progress(report.outcomes_dir, sweep_id, num_todo, progress_interval)
     error: str | None = None
+    planned = time.monotonic()
     if num_todo:
         progress.start()
         try:
@@ -468,7 +474,9 @@ def sweep_report(
         finally:
             progress.stop()
             spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
-    result = _finalize(spark, report, addresses, sweep_id, started, clock, num_todo, error)
+    deleting = time.monotonic() - planned
+    log.info("sweep %s: planning took %.1fs, deleting %.1fs", sweep_id, planned - clock, deleting)
+    result = _finalize(spark, report, addresses, sweep_id, started, clock, num_todo, error, deleting)
     if error is not None:
         raise SweepFailed(
             f"sweep of {report.path} failed part-way ({error}); {result.num_deleted} deleted so far are recorded; "
@@ -495,6 +503,7 @@ def _finalize(
     clock: float,
     num_todo: int,
     error: str | None,
+    delete_seconds: float,
 ) -> SweepResult:
     """Merge every sweep's outcomes, write outcomes.csv and both summaries."""
     from pyspark import StorageLevel
@@ -503,10 +512,15 @@ def _finalize(
     outcomes = read_outcomes(spark, report.outcomes_dir)
     keyed = addresses.select("address", "physical_address")
     if outcomes is None:
-        final = keyed.withColumn("status", F.lit("failed")).withColumn("reason", F.lit("not attempted"))
-        attempted = 0
-        previously = 0
+        final = keyed.select(
+            "address",
+            "physical_address",
+            F.lit("failed").alias("status"),
+            F.lit("not attempted").alias("reason"),
+            F.lit(None).cast("string").alias("sweep_id"),
+        )
     else:
+        # per address: a 'deleted' record wins, else the latest failure
         best = outcomes.groupBy("address", "physical_address").agg(
             F.max(F.struct((F.col("status") == "deleted").alias("won"), "ts", "status", "reason", "sweep_id")).alias("best")
         )
@@ -517,13 +531,21 @@ def _finalize(
             F.coalesce(F.col("best.reason"), F.lit("not attempted")).alias("reason"),
             F.col("best.sweep_id").alias("sweep_id"),
         )
-        final = final.persist(StorageLevel.MEMORY_AND_DISK)
-        attempted = outcomes.where(F.col("sweep_id") == sweep_id).select("address", "physical_address").distinct().count()
-        previously = final.where((F.col("status") == "deleted") & (F.col("sweep_id") != sweep_id)).count()
-        final = final.drop("sweep_id")
-    counts = {row["status"]: row["count"] for row in final.groupBy("status").count().collect()}
-    num_deleted = int(counts.get("deleted", 0))
-    num_failed = int(sum(count for status, count in counts.items() if status != "deleted"))
+    final = final.persist(StorageLevel.MEMORY_AND_DISK)
+    # one pass for every count: addresses tried by this sweep are exactly those whose winning
+    # record is this sweep's (what earlier sweeps deleted was not tried again)
+    is_deleted = F.col("status") == "deleted"
+    this_sweep = F.coalesce(F.col("sweep_id") == sweep_id, F.lit(False))
+    totals = final.agg(
+        F.count(F.lit(1)).alias("marked"),
+        F.sum(is_deleted.cast("long")).alias("deleted"),
+        F.sum(this_sweep.cast("long")).alias("attempted"),
+        F.sum((is_deleted & ~this_sweep).cast("long")).alias("previously"),
+    ).first()
+    num_deleted = int(totals["deleted"] or 0)
+    num_failed = int(totals["marked"] or 0) - num_deleted
+    attempted = int(totals["attempted"] or 0)
+    previously = int(totals["previously"] or 0)
     outcomes_csv = report.sweep_dir / OUTCOMES_CSV
     _write_single_csv(final.select("address", "physical_address", "status", "reason"), outcomes_csv)
     final.unpersist()
@@ -545,7 +567,8 @@ def _finalize(
         started_at=_iso(started),
         finished_at=_iso(finished),
         seconds=round(seconds, 3),
-        deletes_per_second=round(this_run_deleted / seconds, 1) if seconds > 0 else 0.0,
+        delete_seconds=round(delete_seconds, 3),
+        deletes_per_second=round(this_run_deleted / delete_seconds, 1) if delete_seconds > 0 else 0.0,
         outcomes_csv=str(outcomes_csv),
         error=error,
     )
