@@ -20,8 +20,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 export LAKEWARDEN_HOME="${LAKEWARDEN_TEST_HOME:-$PWD/.lakewarden-test}"
-echo "== sqlfluff lint models" >&2
-.venv/bin/sqlfluff lint models --processes 1
+echo "== sqlfluff lint models tests" >&2
+.venv/bin/sqlfluff lint models tests --processes 1
 
 echo "== pytest" >&2
 # pytest exits 5 when it collects no test: set -e turns that into a failure too.

@@ -4,24 +4,21 @@
 
 with
 
-expired_addresses as (
+object_references as (
 
-    select * from {{ ref('int_gc_expired_addresses') }}
-
-),
-
-live_addresses as (
-
-    select * from {{ ref('int_gc_live_addresses') }}
+    select * from {{ ref('int_gc_object_references') }}
 
 ),
 
 unreferenced as (
 
-    select expired_addresses.*
-    from expired_addresses
-    left anti join live_addresses
-        on expired_addresses.physical_address = live_addresses.physical_address
+    select *
+    from object_references
+    where
+        is_in_expired_range
+        and not is_in_live_range
+        and not is_staged
+        and is_inside_namespace
 
 ),
 
@@ -37,7 +34,6 @@ final as (
         example_path,
         path_count
     from unreferenced
-    where is_inside_namespace
 
 )
 

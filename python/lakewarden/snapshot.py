@@ -153,22 +153,29 @@ def spark_error_reason(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:300]
 
 
-def _check_table(spark: "SparkSession", name: str, path: Path, frame: "DataFrame", raw_columns: list[tuple[str, str]]) -> None:
+def _check_table(name: str, path: Path, frame: "DataFrame") -> None:
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
+    # One aggregation per table counts every violation; only a failing check costs a second job.
+    checks = {f"null:{column}": F.col(column).isNull() for column in NOT_NULL.get(name, ())}
+    if "address_type" in frame.columns:
+        checks["address_type"] = ~F.upper("address_type").isin(*ADDRESS_TYPES)
     try:
-        for column in NOT_NULL.get(name, ()):
-            bad = _first(frame.where(F.col(column).isNull()))
-            if bad is not None:
-                raise BadInput(f"a row has no {column} (or it is not parseable): {bad.asDict()}", source=str(path), field=column)
-        if "address_type" in frame.columns:
-            bad = _first(frame.where(~F.upper("address_type").isin(*ADDRESS_TYPES)))
-            if bad is not None:
+        if not checks:
+            return
+        counts = frame.agg(*[F.sum(F.when(c, 1).otherwise(0)).alias(k) for k, c in checks.items()]).first()
+        for key, condition in checks.items():
+            if not counts[key]:
+                continue
+            bad = _first(frame.where(condition))
+            if key == "address_type":
                 raise BadInput(
                     f"{bad['address_type']!r} is not one of {', '.join(ADDRESS_TYPES)}", source=str(path), field="address_type"
                 )
+            column = key.split(":", 1)[1]
+            raise BadInput(f"a row has no {column} (or it is not parseable): {bad.asDict()}", source=str(path), field=column)
     except (PySparkException, Py4JJavaError) as exc:  # FAILFAST JSON parsing fails at the first action
         raise BadInput(f"malformed ({spark_error_reason(exc)})", source=str(path)) from None
 
@@ -235,7 +242,7 @@ def load_snapshot(spark: "SparkSession", snapshot_dir: Path, *, schema: str = "l
     tables: dict[str, DataFrame] = {}
     for name in SNAPSHOT_TABLES:
         frame = _read_table(spark, paths[name], declared[name]).cache()
-        _check_table(spark, name, paths[name], frame, declared[name])
+        _check_table(name, paths[name], frame)
         tables[name] = frame
     _check_references(tables, paths)
     newest = tables["commits"].agg(F.max("creation_date").cast("double").alias("newest")).first()

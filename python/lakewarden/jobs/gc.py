@@ -97,7 +97,8 @@ def mark_committed(
     try:
         write_rules_table(context, rules)
         run_dbt(
-            ["build", "--select", MARK_MODELS, "--exclude-resource-type", "unit_test"],
+            # Models plus the singular safety tests; generic and unit tests run in CI's dbt build.
+            ["build", "--select", MARK_MODELS, "--exclude", "test_type:generic", "test_type:unit"],
             state=context.state,
             variables=context.dbt_vars(retain_tags=retain_tags),
         )
