@@ -27,20 +27,12 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lakewarden.snapshot import arrow_schemas
+
 TABLE_NAMES = ("events", "users", "orders", "logs", "metrics", "images", "raw", "features")
 DEFAULT_END = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
-RANGE_SCHEMA = pa.schema(
-    [
-        ("range_id", pa.string()),
-        ("key", pa.string()),
-        ("address", pa.string()),
-        ("address_type", pa.string()),
-        ("last_modified", pa.timestamp("us", tz="UTC")),
-        ("size", pa.int64()),
-        ("etag", pa.string()),
-    ]
-)
+RANGE_SCHEMA = arrow_schemas()["ranges"]
 
 
 @dataclass(frozen=True)
@@ -382,46 +374,20 @@ def generate(output_dir: Path, config: SampleConfig = SampleConfig()) -> SampleR
         )
         + "\n"
     )
-    ts = pa.timestamp("us", tz="UTC")
-    writer.write_table(
-        "commits",
-        sim.commits,
-        pa.schema(
-            [
-                ("commit_id", pa.string()),
-                ("parents", pa.list_(pa.string())),
-                ("creation_date", ts),
-                ("meta_range_id", pa.string()),
-                ("committer", pa.string()),
-                ("message", pa.string()),
-                ("version", pa.int32()),
-            ]
-        ),
-    )
+    schemas = arrow_schemas()
+    writer.write_table("commits", sim.commits, schemas["commits"])
     writer.write_table(
         "branches",
         [{"branch_id": b.name, "commit_id": b.head, "hidden": False} for b in branches.values()],
-        pa.schema([("branch_id", pa.string()), ("commit_id", pa.string()), ("hidden", pa.bool_())]),
+        schemas["branches"],
     )
-    writer.write_table("tags", tags, pa.schema([("tag_id", pa.string()), ("commit_id", pa.string())]))
+    writer.write_table("tags", tags, schemas["tags"])
     writer.write_table(
         "metaranges",
         [{"meta_range_id": m, "range_id": r} for m, ranges in sim.metaranges.items() for r in dict.fromkeys(ranges)],
-        pa.schema([("meta_range_id", pa.string()), ("range_id", pa.string())]),
+        schemas["metaranges"],
     )
-    writer.write_table(
-        "staged",
-        staged,
-        pa.schema(
-            [
-                ("branch_id", pa.string()),
-                ("key", pa.string()),
-                ("address", pa.string()),
-                ("address_type", pa.string()),
-                ("last_modified", ts),
-            ]
-        ),
-    )
+    writer.write_table("staged", staged, schemas["staged"])
     return SampleRepository(
         snapshot_dir=snapshot_dir,
         storage_namespace=storage_namespace,

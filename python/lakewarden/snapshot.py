@@ -9,6 +9,7 @@ would make live objects look unreferenced, so it is an error, never a warning.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+import pyarrow as pa
 import yaml
 
 from lakewarden.errors import BadInput
@@ -65,6 +67,27 @@ def source_columns(source_name: str = "lakefs") -> dict[str, list[tuple[str, str
                 for table in source["tables"]
             }
     raise KeyError(source_name)
+
+
+_ARROW_TYPES = {
+    "string": pa.string(),
+    "array<string>": pa.list_(pa.string()),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "boolean": pa.bool_(),
+}
+
+
+@functools.cache
+def arrow_schemas() -> dict[str, pa.Schema]:
+    """Arrow schemas of the snapshot tables, for Python writers (the sample generator,
+    ``extract``): derived from models/sources.yml so the Parquet they write always loads."""
+    return {
+        table: pa.schema([(column, _ARROW_TYPES[spark_type]) for column, spark_type in columns])
+        for table, columns in source_columns("lakefs").items()
+        if table != "repository"
+    }
 
 
 def read_repository(snapshot_dir: Path) -> Repository:

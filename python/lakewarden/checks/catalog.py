@@ -19,15 +19,9 @@ from urllib.parse import unquote, urlparse
 from lakewarden.checks.config import ACTIONS_PREFIX, is_action_path
 from lakewarden.checks.errors import CatalogError, NotFound
 from lakewarden.errors import BadInput
+from lakewarden.snapshot import Repository as RepositoryInfo
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RepositoryInfo:
-    repository_id: str
-    storage_namespace: str
-    default_branch: str
 
 
 @dataclass(frozen=True)

@@ -34,38 +34,14 @@ from lakewarden.extract.api import CommitRow, LakeFSApi, StagedRow
 from lakewarden.extract.config import LakeFSConfig
 from lakewarden.extract.ranges import RANGES_SCHEMA, RangeCache, decode_range_table, read_metarange
 from lakewarden.extract.storage import MetadataStore, open_store
+from lakewarden.snapshot import arrow_schemas
 
 __all__ = ["ExtractResult", "extract_repository", "SNAPSHOT_SCHEMAS"]
 
 log = logging.getLogger(__name__)
-TS = pa.timestamp("us", tz="UTC")
 
-SNAPSHOT_SCHEMAS: dict[str, pa.Schema] = {
-    "commits": pa.schema(
-        [
-            ("commit_id", pa.string()),
-            ("parents", pa.list_(pa.string())),
-            ("creation_date", TS),
-            ("meta_range_id", pa.string()),
-            ("committer", pa.string()),
-            ("message", pa.string()),
-            ("version", pa.int32()),
-        ]
-    ),
-    "branches": pa.schema([("branch_id", pa.string()), ("commit_id", pa.string()), ("hidden", pa.bool_())]),
-    "tags": pa.schema([("tag_id", pa.string()), ("commit_id", pa.string())]),
-    "metaranges": pa.schema([("meta_range_id", pa.string()), ("range_id", pa.string())]),
-    "ranges": RANGES_SCHEMA,
-    "staged": pa.schema(
-        [
-            ("branch_id", pa.string()),
-            ("key", pa.string()),
-            ("address", pa.string()),
-            ("address_type", pa.string()),
-            ("last_modified", TS),
-        ]
-    ),
-}
+# The snapshot tables' Arrow schemas, derived from models/sources.yml (their one definition).
+SNAPSHOT_SCHEMAS: dict[str, pa.Schema] = arrow_schemas()
 
 
 @dataclass

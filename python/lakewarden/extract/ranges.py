@@ -18,21 +18,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakewarden.lakefs_records import decode_metarange_record, decode_range_columns
+from lakewarden.snapshot import arrow_schemas
 from lakewarden.sstable import SSTableReader
 
 __all__ = ["RANGES_SCHEMA", "RangeCache", "read_metarange", "decode_range_table", "normalize_address_type"]
 
-RANGES_SCHEMA: Final = pa.schema(
-    [
-        ("range_id", pa.string()),
-        ("key", pa.string()),
-        ("address", pa.string()),
-        ("address_type", pa.string()),
-        ("last_modified", pa.timestamp("us", tz="UTC")),
-        ("size", pa.int64()),
-        ("etag", pa.string()),
-    ]
-)
+RANGES_SCHEMA: Final = arrow_schemas()["ranges"]
 
 
 def normalize_address_type(address_type: str, address: str) -> str:
