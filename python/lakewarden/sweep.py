@@ -582,6 +582,10 @@ def _finalize(
         swept_at=result.finished_at,
         sweep_id=sweep_id,
     )
+    if "status" in summary:  # the jobs' own progress field: keep it truthful after the sweep
+        summary["status"] = "swept" if result.success else ("sweep stopped part-way" if error else "swept with failures")
+    if error is not None:
+        summary["error"] = f"sweep: {error}"
     _write_json_atomic(report.path / SUMMARY_FILE, summary)
     log.info(
         "sweep %s: %d deleted (%d before this run), %d failed of %d marked in %.1fs",
