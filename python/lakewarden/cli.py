@@ -14,7 +14,7 @@ import logging
 import sys
 from typing import Sequence
 
-from lakewarden.errors import BadInput
+from lakewarden.errors import BadInput, LakewardenError
 
 # Modules that contribute commands, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -57,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BadInput as exc:
         print(f"lakewarden: {exc}", file=sys.stderr)
         return 2
+    except LakewardenError as exc:  # a job failed part-way; its report says so
+        print(f"lakewarden: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("lakewarden: interrupted", file=sys.stderr)
         return 1

@@ -10,6 +10,7 @@ Under ``spark-submit`` the cluster's session already exists and is reused as is.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,7 +62,12 @@ def get_or_create(state: Path, *, app_name: str = "lakewarden", master: str | No
     state.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name).enableHiveSupport()
-    builder = builder.master(master or os.environ.get("LAKEWARDEN_SPARK_MASTER", "local[*]"))
+    master = master or os.environ.get("LAKEWARDEN_SPARK_MASTER", "local[*]")
+    builder = builder.master(master)
+    if master.startswith("local"):
+        # Python workers must import lakewarden: run them with this interpreter (the venv's),
+        # not whatever python3 is first on PATH (SparkContext reads PYSPARK_PYTHON).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in spark_conf(state).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 
 from lakewarden.deleters.base import DeleteOutcome, Deleter, clean_options, deleter_for
 from lakewarden.errors import BadInput, LakewardenError
+from lakewarden.report import write_json_atomic
 from lakewarden.safety import parse_uri, resolve_physical, unsafe_reason
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -174,18 +175,6 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def _write_json_atomic(path: Path, value: Mapping[str, Any]) -> None:
-    """Write via a temporary file and rename, so readers never see half a summary."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(value, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 # -- the task ---------------------------------------------------------------------------------
@@ -572,7 +561,7 @@ def _finalize(
         outcomes_csv=str(outcomes_csv),
         error=error,
     )
-    _write_json_atomic(report.sweep_dir / SUMMARY_FILE, {**asdict(result), "num_to_delete": num_todo})
+    write_json_atomic(report.sweep_dir / SUMMARY_FILE, {**asdict(result), "num_to_delete": num_todo})
     summary = dict(report.summary)
     summary.update(
         num_deleted=num_deleted,
@@ -586,7 +575,7 @@ def _finalize(
         summary["status"] = "swept" if result.success else ("sweep stopped part-way" if error else "swept with failures")
     if error is not None:
         summary["error"] = f"sweep: {error}"
-    _write_json_atomic(report.path / SUMMARY_FILE, summary)
+    write_json_atomic(report.path / SUMMARY_FILE, summary)
     log.info(
         "sweep %s: %d deleted (%d before this run), %d failed of %d marked in %.1fs",
         sweep_id, num_deleted, previously, num_failed, result.num_marked, seconds,
