@@ -464,3 +464,32 @@ def test_no_endpoint_is_bad_input(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
 def test_api_base_url() -> None:
     assert api_base_url("http://h:8000") == "http://h:8000/api/v1"
     assert api_base_url("http://h:8000/api/v1/") == "http://h:8000/api/v1"
+
+
+# -- jobs straight from a live repository (extract, then run) ---------------------------------
+
+
+@pytest.mark.spark
+def test_gc_committed_runs_on_a_live_repository(
+    repo: Repo, serve: Any, creds: None, spark: Any, test_state_dir: Path, tmp_path: Path
+) -> None:
+    endpoint = serve(repo.fake)
+    rules = tmp_path / "rules.json"
+    rules.write_text('{"default_retention_days": 1, "branches": []}')
+    report = tmp_path / "report"
+    code = main(
+        ["gc", "committed", "--lakefs-endpoint", endpoint, "--repo", "repo1", "--rules", str(rules),
+         "--now", "2024-07-01T00:00:00Z", "--dry-run", "--report", str(report), "--state", str(test_state_dir)]
+    )
+    assert code == 0
+    assert (test_state_dir / "snapshots" / "repo1" / "repository.json").is_file()
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["repository_id"] == "repo1" and summary["success"] is True
+    marked = (report / "addresses.csv").read_text().splitlines()[1:]
+    # c0 (empty) expires; c1 stays (tag v1, retained by default); nothing outside the namespace
+    assert all("elsewhere" not in line and "other-bucket" not in line for line in marked)
+
+
+def test_job_needs_a_snapshot_or_a_repository(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gc", "committed", "--dry-run"]) == 2
+    assert "--snapshot" in capsys.readouterr().err

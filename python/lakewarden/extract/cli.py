@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from lakewarden.extract.config import resolve_config
-from lakewarden.extract.core import extract_repository
+from lakewarden.extract.core import ExtractResult, extract_repository
 from lakewarden.spark_session import state_dir
 
 __all__ = ["register", "add_lakefs_arguments"]
@@ -50,21 +50,25 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.set_defaults(func=_run)
 
 
-def _run(args: argparse.Namespace) -> int:
+def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> ExtractResult:
+    """Run an extract from parsed ``add_lakefs_arguments`` options (``extract`` and the jobs)."""
     from lakewarden.errors import BadInput
 
     if not args.repo:
         raise BadInput("missing --repo NAME", field="--repo")
     state = state_dir(args.state)
-    result = extract_repository(
+    return extract_repository(
         config=resolve_config(args.lakefs_endpoint),
         repository=args.repo,
-        out=Path(args.out),
+        out=out,
         cache_dir=Path(args.cache_dir) if args.cache_dir else state / "range-cache",
-        force=args.force,
+        force=force,
         local_blockstore=args.local_blockstore,
         include_staged=args.include_staged,
         jobs=max(1, args.jobs),
     )
-    print(result.summary())
+
+
+def _run(args: argparse.Namespace) -> int:
+    print(extract_from_args(args, out=Path(args.out), force=args.force).summary())
     return 0

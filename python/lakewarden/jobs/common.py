@@ -28,7 +28,12 @@ MODEL_SCHEMA = "lakewarden"
 
 
 def add_job_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--snapshot", type=Path, required=True, help="repository snapshot directory (CONTRACT section 2)")
+    from lakewarden.extract.cli import add_lakefs_arguments
+
+    parser.add_argument(
+        "--snapshot", type=Path, help="repository snapshot directory (CONTRACT section 2); or --lakefs-endpoint/--repo"
+    )
+    add_lakefs_arguments(parser)
     parser.add_argument("--now", help="the job's clock, RFC 3339 with offset (default: now)")
     parser.add_argument("--dry-run", action="store_true", help="compute and write the report; delete nothing")
     parser.add_argument("--report", type=Path, help="report directory (default under <namespace>/_lakefs/retention/...)")
@@ -87,12 +92,29 @@ class JobContext:
         return self.spark.table(f"{MODEL_SCHEMA}.{name}")
 
 
+def resolve_snapshot(args: argparse.Namespace, state: Path) -> Path:
+    """``--snapshot DIR``, or a fresh extract of ``--repo`` into ``STATE/snapshots/REPO``."""
+    if args.snapshot is not None:
+        if args.repo:
+            raise BadInput("give either --snapshot or --lakefs-endpoint/--repo, not both", field="--snapshot")
+        return Path(args.snapshot)
+    if not args.repo:
+        raise BadInput("give --snapshot DIR, or --repo NAME (with --lakefs-endpoint or lakectl's config)", field="--snapshot")
+    from lakewarden.extract.cli import extract_from_args
+
+    out = state / "snapshots" / args.repo
+    result = extract_from_args(args, out=out, force=True)
+    log.info("%s", result.summary())
+    return out
+
+
 def start_job(args: argparse.Namespace, job: str) -> JobContext:
     """Validate the clock, start Spark, load and validate the snapshot."""
     now = parse_now(args.now, dry_run=args.dry_run)
     state = state_dir(args.state)
+    snapshot_dir = resolve_snapshot(args, state)
     spark = get_or_create(state)
-    snapshot = load_snapshot(spark, args.snapshot, schema=SNAPSHOT_SCHEMA)
+    snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA)
     if snapshot.newest_commit_epoch is not None and snapshot.newest_commit_epoch > now.timestamp():
         newest = datetime.fromtimestamp(snapshot.newest_commit_epoch, timezone.utc)
         raise BadInput(
