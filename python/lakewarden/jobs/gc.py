@@ -9,7 +9,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from lakewarden.errors import BadInput
 from lakewarden.gc_rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
 from lakewarden.project import run_dbt
@@ -39,6 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="keep tagged commits active (default on; lakeFS itself ignores tags)",
     )
     committed.set_defaults(func=run_committed)
+
+    from lakewarden.jobs import gc_uncommitted
+
+    gc_uncommitted.register(kinds)
 
 
 @dataclass(frozen=True)
@@ -134,11 +137,8 @@ def mark_committed(
         )
         report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
         return result
-    except BadInput:
-        report.finish(success=False, status="failed", error="bad input")
-        raise
     except Exception as exc:
-        report.finish(success=False, status="failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        report.finish(success=False, status="failed", error=(str(exc).splitlines() or [type(exc).__name__])[0])
         raise
 
 
