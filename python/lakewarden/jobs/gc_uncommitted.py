@@ -1,0 +1,378 @@
+"""``lakewarden gc uncommitted``: uncommitted GC (lakeFS's uncommitted garbage collector).
+
+Deletes objects under the storage namespace that no commit and no staged entry references:
+failed and abandoned uploads, objects of staged entries that were reset or overwritten. The
+subtraction is dbt models (``models/uncommitted``); this module reads the storage inventory
+(:mod:`lakewarden.inventory`), decides between a clean and an optimized run, runs the models,
+writes the outputs and the run history, and sweeps (:func:`lakewarden.sweep.sweep_report`).
+
+Clean run: repository inventory = every entry of every range (all commits from genesis) plus
+staged entries; marked = storage inventory - repository inventory - objects younger than
+``--min-age``. Optimized run (a successful previous run exists for this namespace): only the
+ranges the previous run had not read are read (those commits newer than its Last Commit brought);
+candidates are (a) the previous uncommitted inventory and (b) objects storage wrote after the
+previous run's cutoff. See the README section for why the result is a subset of a clean run's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from lakewarden.errors import BadInput
+from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
+from lakewarden.project import run_dbt
+from lakewarden.report import Report, local_path, write_json_atomic
+
+log = logging.getLogger(__name__)
+
+JOB = "gc-uncommitted"
+MARK_MODELS = "+uncommitted_gc_run"
+DEFAULT_MIN_AGE = "24h"
+#: Below this, objects still being uploaded (lakeFS upload tokens, multipart uploads) could go.
+MIN_SAFE_AGE = timedelta(hours=1)
+RUNS_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_runs"
+PREVIOUS_INVENTORY_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_inventory"
+PREVIOUS_RANGES_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_ranges"
+STORAGE_TABLE = f"{SNAPSHOT_SCHEMA}.storage_inventory"
+INVENTORY_DDL = "physical_address string, size bigint, last_modified timestamp"
+RANGES_DDL = "range_id string"
+RUNS_DDL = (
+    "run_id string, repository_id string, storage_namespace string, run_mode string, dry_run boolean, "
+    "run_at timestamp, storage_observed_at timestamp, storage_cutoff timestamp, last_commit_id string, "
+    "last_commit_created_at timestamp, min_age_seconds bigint, uncommitted_inventory_location string, "
+    "scanned_ranges_location string, num_marked bigint, finished_at timestamp"
+)
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def register(kinds: argparse._SubParsersAction) -> None:
+    parser = kinds.add_parser(
+        "uncommitted",
+        help="uncommitted GC: delete objects no commit and no staged entry references",
+        description="Uncommitted GC (lakeFS semantics): storage inventory minus every committed and staged "
+        "entry, minus objects younger than --min-age. A clean run, or an optimized one when a successful "
+        "previous run exists. Dry run with --dry-run, then 'lakewarden sweep --report DIR'.",
+    )
+    add_job_options(parser)
+    parser.add_argument("--inventory", metavar="MANIFEST", help="S3 Inventory manifest.json (path or s3://); default: list the namespace")
+    parser.add_argument("--min-age", default=DEFAULT_MIN_AGE, metavar="DURATION", help="never touch objects younger than this (default 24h; below 1h needs --force)")
+    parser.add_argument("--clean", action="store_true", help="force a clean run even when a previous run exists")
+    parser.add_argument("--force", action="store_true", help="allow --min-age below 1h")
+    parser.add_argument("--s3-endpoint", metavar="URL", help="S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
+    parser.add_argument("--s3-region", metavar="REGION", help="S3 region")
+    parser.set_defaults(func=run_uncommitted)
+
+
+def parse_duration(text: str, *, force: bool = False) -> timedelta:
+    """``24h``, ``90m``, ``1h30m``, ``2d``, ``3600s``: a non-negative duration (Go-like units plus ``d``)."""
+    raw = (text or "").strip().lower()
+    parts = _DURATION.findall(raw)
+    if not raw or "".join(f"{n}{u}" for n, u in parts) != raw:
+        raise BadInput(f"{text!r} is not a duration (e.g. 24h, 90m, 1h30m, 2d)", field="--min-age")
+    duration = timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
+    if duration < MIN_SAFE_AGE and not force:
+        raise BadInput(
+            f"{text} is below 1h: objects still being uploaded could be deleted; pass --force if you mean it",
+            field="--min-age",
+        )
+    return duration
+
+
+@dataclass(frozen=True)
+class PreviousRun:
+    run_id: str
+    run_at: datetime
+    storage_cutoff: datetime
+    last_commit_id: str | None
+    last_commit_created_at: datetime | None
+    uncommitted_inventory_location: str
+    scanned_ranges_location: str
+
+
+@dataclass(frozen=True)
+class UncommittedGcResult:
+    report: Report
+    run_mode: str
+    mode_reason: str
+    output_dir: Path
+    run: dict[str, Any]
+    num_marked: int
+    bytes_marked: int
+
+
+def run_uncommitted(args: argparse.Namespace) -> int:
+    min_age = parse_duration(args.min_age, force=args.force)  # before Spark starts
+    if getattr(args, "no_staged", False):
+        raise BadInput("uncommitted GC needs the staged entries: without them staged objects would look abandoned", field="--no-staged")
+    s3_options = {"endpoint_url": args.s3_endpoint, "region_name": args.s3_region}
+    context = start_job(args, JOB)
+    result = mark_uncommitted(
+        context,
+        manifest=args.inventory,
+        min_age=min_age,
+        clean=args.clean,
+        report_dir=args.report,
+        s3_options=s3_options,
+    )
+    print_result(result, sys.stdout)
+    if context.dry_run:
+        return 0
+    from lakewarden.sweep import sweep_report
+
+    outcome = sweep_report(context.spark, result.report.directory, deleter_options=s3_options)
+    print(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed", file=sys.stdout)
+    return 0 if outcome.num_failed == 0 else 1
+
+
+def namespace_key(storage_namespace: str) -> str:
+    """The namespace root as the models normalise it (scheme aliases, slashes folded, no trailing
+    slash): run history is looked up by it."""
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)?(.*)$", storage_namespace.rstrip("/"))
+    assert match is not None
+    scheme = re.sub(r"^s3[an]://", "s3://", (match.group(1) or "").lower())
+    return scheme + re.sub(r"/{2,}", "/", match.group(2))
+
+
+def output_base(context: JobContext) -> Path:
+    """``<ns>/_lakefs/retention/gc/uncommitted`` for a local namespace; under the state dir for a
+    remote one (this Spark has no S3 filesystem to write outputs with)."""
+    namespace = local_path(context.storage_namespace)
+    root = (namespace / "_lakefs") if namespace is not None else context.state
+    return root / "retention" / "gc" / "uncommitted"
+
+
+def _parse_manifest_time(manifest: str, s3_options: Mapping[str, Any]) -> datetime | None:
+    from lakewarden.inventory import load_manifest
+
+    raw = load_manifest(manifest, s3_options=s3_options).raw.get("creationTimestamp")
+    try:
+        return datetime.fromtimestamp(int(str(raw)) / 1000, timezone.utc)
+    except (TypeError, ValueError):
+        return None
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    # Spark hands back session-zone (UTC) timestamps as naive local datetimes
+    return moment.astimezone(timezone.utc) if moment.tzinfo else moment.astimezone().astimezone(timezone.utc)
+
+
+def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None, str]:
+    """The last successful run on this namespace usable as a base, and why (not)."""
+    spark = context.spark
+    if not spark.catalog.tableExists(RUNS_TABLE):
+        return None, "no previous run"
+    from pyspark.sql import functions as F
+
+    rows = (
+        spark.table(RUNS_TABLE)
+        .where(F.col("storage_namespace") == key)
+        .orderBy(F.col("finished_at").desc(), F.col("run_id").desc())
+        .limit(1)
+        .collect()
+    )
+    if not rows:
+        return None, "no previous run"
+    row = rows[0]
+    previous = PreviousRun(
+        run_id=row["run_id"],
+        run_at=_utc(row["run_at"]),
+        storage_cutoff=_utc(row["storage_cutoff"]),
+        last_commit_id=row["last_commit_id"],
+        last_commit_created_at=_utc(row["last_commit_created_at"]),
+        uncommitted_inventory_location=row["uncommitted_inventory_location"],
+        scanned_ranges_location=row["scanned_ranges_location"],
+    )
+    if previous.run_at is None or previous.storage_cutoff is None:
+        return None, f"previous run {previous.run_id} has no clock recorded"
+    if context.now < previous.run_at:
+        return None, f"--now is before the previous run's clock ({rfc3339(previous.run_at)})"
+    for location in (previous.uncommitted_inventory_location, previous.scanned_ranges_location):
+        if not location or not (Path(location) / "_SUCCESS").is_file():
+            return None, f"previous run {previous.run_id}'s output {location} is missing"
+    if previous.last_commit_id is not None:
+        commits = spark.table(f"{SNAPSHOT_SCHEMA}.commits")
+        if commits.where(F.col("commit_id") == previous.last_commit_id).limit(1).count() == 0:
+            return None, f"previous run's Last Commit {previous.last_commit_id} is not in the snapshot"
+    return previous, f"previous run {previous.run_id} (Last Commit {previous.last_commit_id})"
+
+
+def _point_table(spark: Any, table: str, ddl: str, location: str | None) -> None:
+    """(Re)create a runner-written source table: external over ``location``, or empty."""
+    spark.sql(f"drop table if exists {table}")
+    where = "" if location is None else " location '" + str(location).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    spark.sql(f"create table {table} ({ddl}) using parquet{where}")
+
+
+def mark_uncommitted(
+    context: JobContext,
+    *,
+    manifest: str | None = None,
+    min_age: timedelta = timedelta(hours=24),
+    clean: bool = False,
+    report_dir: Path | None = None,
+    s3_options: Mapping[str, Any] | None = None,
+) -> UncommittedGcResult:
+    """Mark: read storage, run the models, write outputs, report and history; delete nothing."""
+    from pyspark.sql import functions as F
+
+    from lakewarden.inventory import storage_inventory
+
+    spark = context.spark
+    repository = context.snapshot.repository
+    options = {k: v for k, v in (s3_options or {}).items() if v is not None}
+    key = namespace_key(repository.storage_namespace)
+
+    # Validate every input before anything is written: a bad manifest exits 2 and changes nothing.
+    observed_at = datetime.now(timezone.utc)
+    storage = storage_inventory(spark, repository.storage_namespace, manifest, s3_options=options, work_dir=None)
+    if manifest:
+        observed_at = _parse_manifest_time(manifest, options) or observed_at
+    previous, mode_reason = (None, "--clean") if clean else find_previous_run(context, key)
+    mode = "optimized" if previous is not None else "clean"
+
+    base = output_base(context)
+    output_dir = base / context.run_id
+    directory = Path(report_dir) if report_dir else output_dir / "report"
+    report = Report.create(
+        directory,
+        run_id=context.run_id,
+        job=JOB,
+        dry_run=context.dry_run,
+        now=rfc3339(context.now),
+        repository_id=repository.repository_id,
+        storage_namespace=repository.storage_namespace,
+        run_mode=mode,
+        run_mode_reason=mode_reason,
+        min_age_seconds=int(min_age.total_seconds()),
+        inventory=manifest,
+        output_dir=str(output_dir),
+    )
+    try:
+        clock = time.monotonic()
+        storage.write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
+        _point_table(spark, PREVIOUS_INVENTORY_TABLE, INVENTORY_DDL, previous.uncommitted_inventory_location if previous else None)
+        _point_table(spark, PREVIOUS_RANGES_TABLE, RANGES_DDL, previous.scanned_ranges_location if previous else None)
+        variables: dict[str, object] = {
+            "uncommitted_gc_mode": mode,
+            "uncommitted_gc_min_age_seconds": int(min_age.total_seconds()),
+        }
+        if previous is not None:
+            variables["uncommitted_gc_storage_cutoff"] = rfc3339(previous.storage_cutoff)
+            if previous.last_commit_created_at is not None:
+                variables["uncommitted_gc_previous_last_commit_at"] = rfc3339(previous.last_commit_created_at)
+        run_dbt(
+            # models only: generic and unit tests run in CI's dbt build
+            ["build", "--select", MARK_MODELS, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
+            state=context.state,
+            variables=context.dbt_vars(**variables),
+        )
+        mark_seconds = time.monotonic() - clock
+        run = context.table("uncommitted_gc_run").first().asDict()
+        marked = context.table("uncommitted_gc_marked_addresses")
+        report.write_addresses(
+            marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "candidate_source")
+        )
+        # lakeFS-style outputs: the uncommitted inventory file, the ranges read, what was marked
+        inventory_dir = output_dir / "uncommitted"
+        ranges_dir = output_dir / "ranges"
+        context.table("uncommitted_gc_inventory").select(
+            "physical_address", F.col("size_bytes").alias("size"), F.col("last_modified_at").alias("last_modified")
+        ).write.mode("overwrite").parquet(str(inventory_dir))
+        context.table("int_uncommitted__listed_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
+        marked.select("address").write.mode("overwrite").parquet(str(output_dir / "deleted"))
+        last_commit_at = _utc(run["last_commit_created_at"])
+        bound = min(context.now, observed_at)
+        cutoff = max(bound, last_commit_at) if last_commit_at is not None else bound
+        run.update(
+            run_at=rfc3339(context.now),
+            last_commit_created_at=rfc3339(last_commit_at) if last_commit_at else None,
+            storage_observed_at=rfc3339(observed_at),
+            storage_cutoff=rfc3339(cutoff),
+            previous_run_id=previous.run_id if previous else None,
+            previous_storage_cutoff=rfc3339(previous.storage_cutoff) if previous else None,
+            uncommitted_inventory_location=str(inventory_dir),
+            scanned_ranges_location=str(ranges_dir),
+            mark_seconds=round(mark_seconds, 3),
+        )
+        write_json_atomic(output_dir / "summary.json", {**run, "dry_run": context.dry_run, "report": str(report.directory)})
+        num_marked = int(run["marked_objects"] or 0)
+        bytes_marked = int(run["marked_bytes"] or 0)
+        _append_history(context, key, run, mode, observed_at, cutoff, last_commit_at, min_age, num_marked)
+        report.update(
+            num_marked=num_marked,
+            bytes_marked=bytes_marked,
+            **{k: v for k, v in run.items() if k not in ("run_id", "run_mode", "marked_objects", "marked_bytes")},
+        )
+        report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
+        return UncommittedGcResult(report, mode, mode_reason, output_dir, run, num_marked, bytes_marked)
+    except BadInput:
+        report.finish(success=False, status="failed", error="bad input")
+        raise
+    except Exception as exc:
+        report.finish(success=False, status="failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        raise
+
+
+def _append_history(
+    context: JobContext,
+    key: str,
+    run: Mapping[str, Any],
+    mode: str,
+    observed_at: datetime,
+    cutoff: datetime,
+    last_commit_at: datetime | None,
+    min_age: timedelta,
+    num_marked: int,
+) -> None:
+    """Append this run to the history (append only: never updated or deleted)."""
+    spark = context.spark
+    if not spark.catalog.tableExists(RUNS_TABLE):
+        spark.sql(f"create table {RUNS_TABLE} ({RUNS_DDL}) using parquet")
+    row = (
+        context.run_id,
+        context.snapshot.repository.repository_id,
+        key,
+        mode,
+        context.dry_run,
+        context.now,
+        observed_at,
+        cutoff,
+        run["last_commit_id"],
+        last_commit_at,
+        int(min_age.total_seconds()),
+        run["uncommitted_inventory_location"],
+        run["scanned_ranges_location"],
+        num_marked,
+        datetime.now(timezone.utc),
+    )
+    frame = spark.createDataFrame([row], RUNS_DDL)
+    frame.write.mode("append").format("parquet").saveAsTable(RUNS_TABLE)
+
+
+def print_result(result: UncommittedGcResult, stream) -> None:
+    summary = result.report.summary
+    run = result.run
+    kind = "dry run" if summary["dry_run"] else "run"
+    print(
+        f"uncommitted GC {result.run_mode} {kind} {summary['run_id']} at {summary['now']} ({result.mode_reason}): "
+        f"Last Commit {run.get('last_commit_id')}, {run.get('newly_read_ranges')} of {run.get('listed_ranges')} ranges read; "
+        f"{run.get('uncommitted_objects')} uncommitted objects ({run.get('staged_objects')} staged, "
+        f"{run.get('too_young_objects')} younger than --min-age); {result.num_marked} marked ({result.bytes_marked} bytes)",
+        file=stream,
+    )
+    print(f"report: {result.report.directory}", file=stream)
+    print(f"uncommitted inventory: {run.get('uncommitted_inventory_location')}", file=stream)
+
+
+__all__ = ["register", "parse_duration", "mark_uncommitted", "namespace_key", "run_uncommitted"]
