@@ -111,3 +111,48 @@ def committed_gc_marked(snapshot: Snapshot, now: datetime, rules: dict | None, r
 
 def local_file(uri: str) -> Path:
     return Path(urlparse(uri).path)
+
+
+# -- uncommitted GC ------------------------------------------------------------------------------
+
+
+def normalised_uri(uri: str) -> str:
+    """Scheme aliases (s3a/s3n -> s3) and repeated slashes folded, as the jobs compare addresses."""
+    import re
+
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return uri
+    scheme = {"s3a": "s3", "s3n": "s3"}.get(scheme.lower(), scheme.lower())
+    return f"{scheme}://{re.sub('/+', '/', rest)}"
+
+
+def local_storage(namespace_path: Path) -> dict[str, datetime]:
+    """Every file under a local namespace except ``_lakefs/``: URI -> modification time (UTC)."""
+    from datetime import timezone
+
+    found = {}
+    for path in namespace_path.rglob("*"):
+        if path.is_file() and path.relative_to(namespace_path).parts[0] != "_lakefs":
+            found["file://" + str(path)] = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+    return found
+
+
+def uncommitted_gc_marked(snapshot: Snapshot, storage: dict[str, datetime], now: datetime, min_age: timedelta) -> set[str]:
+    """What a clean uncommitted GC run must mark: stored objects inside the namespace (not
+    ``_lakefs/``) that no entry of any range and no staged entry references, at least
+    ``min_age`` old (unknown age: too young)."""
+    referenced = {
+        normalised_uri(snapshot.physical(entry["address"], entry["address_type"]))
+        for entries in snapshot.ranges.values()
+        for entry in entries
+    }
+    referenced |= {normalised_uri(uri) for uri in snapshot.staged_addresses()}
+    marked = set()
+    for uri, modified in storage.items():
+        if not uri.startswith(snapshot.namespace + "/") or uri[len(snapshot.namespace) + 1 :].split("/")[0] == "_lakefs":
+            continue
+        if normalised_uri(uri) in referenced or modified is None or modified > now - min_age:
+            continue
+        marked.add(uri)
+    return marked
