@@ -292,13 +292,14 @@ def test_min_age_below_an_hour_needs_force(sample: SampleRepository, test_state_
 from test_inventory import BUCKET, NS, OBJECTS, T0, _rewrite_manifest, write_inventory  # noqa: E402
 
 
-def s3_repo(root: Path) -> Repo:
-    """A repository on the inventory's namespace whose entries reference data/a and stage data/with space."""
-    repo = Repo(root, namespace=NS, write_objects=False, genesis=False)
+def s3_repo(root: Path, bucket: str = BUCKET) -> Repo:
+    """A repository on ``s3://<bucket>/repo/ns`` (test_inventory's layout) whose entries reference
+    data/a and stage data/with space."""
+    repo = Repo(root, namespace=f"s3://{bucket}/repo/ns", write_objects=False, genesis=False)
     repo.clock = T0 + timedelta(hours=1)
     repo.stage("main", address="data/a")
     repo.commit("main")
-    repo.stage("main", address=f"s3a://{BUCKET}/repo/ns/data//with space")
+    repo.stage("main", address=f"s3a://{bucket}/repo/ns/data//with space")
     repo.write_snapshot()
     return repo
 
@@ -331,25 +332,67 @@ def _no_key_field(manifest: Path) -> str:
     return "fileSchema: has no Key field"
 
 
+#: test_inventory's objects inside the namespace, stored in the test bucket (the inventory lists them)
+STORED = ["repo/ns/data/a", "repo/ns/data/with space", "repo/ns/data/plus+sign", "repo/ns/data/ünï", "repo/ns/_lakefs/meta"]
+
+
+def _inventory_run_on_s3(spark, test_state_dir: Path, tmp_path: Path, s3_endpoint: str, monkeypatch, damage) -> tuple[int, str, set[str], str | None]:
+    """A real (not dry) run on a moto bucket holding STORED, from an S3 Inventory report damaged
+    by ``damage`` (None: intact). Returns the exit code, the bucket, the keys left and the
+    expected error message; asserts no run history or outputs appear unless the run succeeded."""
+    from test_sweep_support import S3_ENV, list_keys, new_bucket, put_keys
+
+    for name, value in S3_ENV.items():
+        monkeypatch.setenv(name, value)
+        # as if the process had started with these credentials: the sweep's Python workers get
+        # their environment from the JVM (started earlier by the session), plus this mapping
+        monkeypatch.setitem(spark.sparkContext.environment, name, value)
+    bucket = new_bucket(s3_endpoint)
+    put_keys(s3_endpoint, bucket, STORED)
+    repo = s3_repo(tmp_path / "repo", bucket)
+    message = None
+    if damage == "other-bucket":
+        manifest = write_inventory(tmp_path / "inventory", "CSV", bucket="other-bucket")
+        message = "sourceBucket: inventory of bucket 'other-bucket'"
+    else:
+        manifest = write_inventory(tmp_path / "inventory", "CSV", bucket=bucket)
+        if damage is not None:
+            message = damage(manifest)
+    outputs = test_state_dir / "retention" / "gc" / "uncommitted"
+    outputs_before = set(outputs.iterdir()) if outputs.is_dir() else set()
+    report = tmp_path / "report"
+    code = run_uc(
+        repo.snapshot_dir, test_state_dir, report, T0 + timedelta(days=2), "--inventory", str(manifest), "--clean", "--s3-endpoint", s3_endpoint, "--s3-region", "us-east-1"
+    )
+    history = spark.table(gc_uncommitted.RUNS_TABLE).where(f"storage_namespace = 's3://{bucket}/repo/ns'").count() if spark.catalog.tableExists(gc_uncommitted.RUNS_TABLE) else 0
+    outputs_after = set(outputs.iterdir()) if outputs.is_dir() else set()
+    if code != 0:
+        assert not report.exists()
+        assert history == 0 and outputs_after == outputs_before
+    else:
+        assert history == 1 and len(outputs_after - outputs_before) == 1
+    return code, bucket, list_keys(s3_endpoint, bucket), message
+
+
+def test_intact_inventory_on_s3_marks_and_sweeps(spark, test_state_dir: Path, tmp_path: Path, s3_endpoint: str, monkeypatch) -> None:
+    """The control for the bad-input cases below: the same set-up with an intact report deletes."""
+    code, bucket, left, _ = _inventory_run_on_s3(spark, test_state_dir, tmp_path, s3_endpoint, monkeypatch, None)
+    assert code == 0
+    assert left == set(STORED) - {"repo/ns/data/plus+sign", "repo/ns/data/ünï"}
+    assert summary(tmp_path / "report")["num_deleted"] == 2
+
+
 @pytest.mark.parametrize(
     "damage",
     [_checksum_mismatch, _missing_data_file, _no_key_field, "other-bucket"],
     ids=["checksum-mismatch", "missing-data-file", "schema-without-key", "other-bucket"],
 )
-def test_bad_inventory_exits_2_and_deletes_nothing(spark, test_state_dir: Path, tmp_path: Path, capsys, damage) -> None:
-    repo = s3_repo(tmp_path / "repo")
-    if damage == "other-bucket":
-        manifest = write_inventory(tmp_path / "inventory", "CSV", bucket="other-bucket")
-        message = "sourceBucket: inventory of bucket 'other-bucket'"
-    else:
-        manifest = write_inventory(tmp_path / "inventory", "CSV")
-        message = damage(manifest)
-    report = tmp_path / "report"
-    code = run_uc(repo.snapshot_dir, test_state_dir, report, T0 + timedelta(days=2), "--inventory", str(manifest))
+def test_bad_inventory_exits_2_and_deletes_nothing(spark, test_state_dir: Path, tmp_path: Path, capsys, s3_endpoint: str, monkeypatch, damage) -> None:
+    code, bucket, left, message = _inventory_run_on_s3(spark, test_state_dir, tmp_path, s3_endpoint, monkeypatch, damage)
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
-    assert not report.exists()
+    assert left == set(STORED)  # nothing deleted (no run history, no outputs, no report: checked above)
 
 
 # -- S3 (moto server on 127.0.0.1) ---------------------------------------------------------------------
