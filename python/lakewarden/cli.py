@@ -19,6 +19,7 @@ from lakewarden.errors import BadInput, LakewardenError
 # Modules that contribute commands, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "lakewarden.jobs.demo",
+    "lakewarden.jobs.lifecycle",
     "lakewarden.jobs.gc",
     "lakewarden.sstable_cli",
     "lakewarden.extract.cli",

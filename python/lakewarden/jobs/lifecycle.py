@@ -1,0 +1,333 @@
+"""``lakewarden lifecycle``: the lifecycle policy job (lakeFS's "Spark Job proposal").
+
+Rules (prefix, days, per-branch days) expire objects by age. Every step is a dbt model under
+``models/lifecycle`` (policy table, current_rule, per-branch last_deleted, potential commits,
+addresses to remove, deduplications); this module validates the policy, records the run in the
+ledger, runs the models, writes the report and the lakeFS-style outputs under
+``<ns>/_lakefs/retention/lc/``, sweeps, and records how the run ended. Only a run that was not
+a dry run and whose sweep deleted every marked address counts as "the last run that deleted":
+the next run starts from its cutoffs (incremental) unless ``--full``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import logging
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from lakewarden.errors import LakewardenError
+from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
+from lakewarden.jobs.gc_uncommitted import namespace_key
+from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
+from lakewarden.project import run_dbt
+from lakewarden.report import Report, default_report_dir, local_path
+from lakewarden.snapshot import source_columns
+
+log = logging.getLogger(__name__)
+
+JOB = "lifecycle"
+MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats"
+RULES_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_policy_rules"
+EVENTS_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_run_events"
+POTENTIAL_MODES = ("complete", "seed")
+STATS_COLUMNS = (
+    "run_id", "run_status", "dry_run", "rule_id", "prefix", "branch_id", "date_to_be_deleted",
+    "last_deleted", "num_marked", "bytes_marked",
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "lifecycle",
+        help="lifecycle policy job: expire objects by prefix and age, keeping shared data",
+        description="Lifecycle policy job. Deletes the objects of paths a policy rule expires (prefix, days, "
+        "per-branch days) unless a path that should survive references the same object. Incremental: only "
+        "commits that may hold newly expired objects since the last run that deleted are read. Dry run with "
+        "--dry-run, then 'lakewarden sweep --report DIR'; without --dry-run it marks and sweeps in one go.",
+    )
+    add_job_options(parser)
+    parser.add_argument("--policy", type=Path, required=True, help="lifecycle policy JSON (CONTRACT 3.1)")
+    parser.add_argument(
+        "--potential-commits",
+        choices=POTENTIAL_MODES,
+        default="complete",
+        help="complete (default): a commit is read when any branch reaching it may hold newly expired objects; "
+        "seed: the design's intersection (reads less, can skip objects: see the README)",
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="re-examine every commit from the beginning, ignoring earlier runs (retries addresses once kept for a duplicate)",
+    )
+    parser.set_defaults(func=run_lifecycle)
+
+
+@dataclass(frozen=True)
+class LifecycleResult:
+    report: Report
+    output_dir: Path
+    figures: dict[str, Any]
+    num_marked: int
+    bytes_marked: int
+
+
+def run_lifecycle(args: argparse.Namespace) -> int:
+    policy = load_lifecycle_policy(args.policy)  # bad policy: exit 2 before Spark starts
+    context = start_job(args, JOB)
+    result = mark_lifecycle(context, policy, potential_mode=args.potential_commits, full=args.full, report_dir=args.report)
+    print_result(result, sys.stdout)
+    if context.dry_run:
+        write_stats(context, result, run_status="marked (dry run)")
+        return 0
+    from lakewarden.sweep import SweepFailed, sweep_report
+
+    ledger = RunLedger(context, potential_mode=args.potential_commits, full=args.full)
+    try:
+        outcome = sweep_report(context.spark, result.report.directory)
+    except SweepFailed as exc:
+        ledger.record("sweep_failed", num_marked=result.num_marked, error=str(exc).splitlines()[0])
+        write_stats(context, result, run_status="sweep_failed")
+        raise
+    status = "swept" if outcome.success else "sweep_failed"
+    ledger.record(
+        status,
+        num_marked=result.num_marked,
+        num_deleted=outcome.num_deleted,
+        num_failed=outcome.num_failed,
+        error=None if outcome.success else f"{outcome.num_failed} deletes failed (see {outcome.outcomes_csv})",
+    )
+    write_stats(context, result, run_status=status)
+    print(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed", file=sys.stdout)
+    return 0 if outcome.success else 1
+
+
+class RunLedger:
+    """Appends this run's statuses to the ledger table (append only; lifecycle_runs folds it)."""
+
+    def __init__(self, context: JobContext, *, potential_mode: str, full: bool) -> None:
+        self.context = context
+        self.potential_mode = potential_mode
+        self.full = full
+        self.columns = source_columns("lakewarden")["lifecycle_run_events"]
+
+    def record(
+        self,
+        status: str,
+        *,
+        num_marked: int | None = None,
+        num_deleted: int | None = None,
+        num_failed: int | None = None,
+        error: str | None = None,
+    ) -> None:
+        spark = self.context.spark
+        ddl = ", ".join(f"{name} {kind}" for name, kind in self.columns)
+        spark.sql(f"create database if not exists {SNAPSHOT_SCHEMA}")
+        spark.sql(f"create table if not exists {EVENTS_TABLE} ({ddl}) using parquet")
+        repository = self.context.snapshot.repository
+        values = {
+            "run_id": self.context.run_id,
+            "repository_id": repository.repository_id,
+            "storage_namespace": namespace_key(repository.storage_namespace),
+            "status": status,
+            "dry_run": self.context.dry_run,
+            "is_full_run": self.full,
+            "potential_mode": self.potential_mode,
+            "run_at": self.context.now,
+            "recorded_at": datetime.now(timezone.utc),
+            "num_marked": num_marked,
+            "num_deleted": num_deleted,
+            "num_failed": num_failed,
+            "error": error,
+        }
+        row = tuple(values[name] for name, _ in self.columns)
+        spark.createDataFrame([row], ddl).write.insertInto(EVENTS_TABLE)
+
+
+def write_policy_table(context: JobContext, policy: LifecyclePolicy) -> None:
+    """This run's policy as the ``lifecycle_policy_rules`` source table; warn about branch_days
+    naming branches the repository does not have (a rule for a deleted branch is harmless)."""
+    branches = [row[0] for row in context.spark.table(f"{SNAPSHOT_SCHEMA}.branches").select("branch_id").collect()]
+    for rule_id, branch_id in policy.unknown_branches(branches):
+        log.warning("lifecycle policy: rule %r: branch_days names branch %r, which does not exist; ignored", rule_id, branch_id)
+    ddl = ", ".join(f"{name} {kind}" for name, kind in source_columns("lakewarden")["lifecycle_policy_rules"])
+    frame = context.spark.createDataFrame(policy.rows(), ddl)
+    frame.write.mode("overwrite").format("parquet").saveAsTable(RULES_TABLE)
+
+
+def output_base(context: JobContext) -> Path:
+    """``<ns>/_lakefs/retention/lc`` for a local namespace; under the state dir for a remote one
+    (this Spark has no object-store filesystem to write outputs with)."""
+    namespace = local_path(context.storage_namespace)
+    root = (namespace / "_lakefs") if namespace is not None else context.state
+    return root / "retention" / "lc"
+
+
+def mark_lifecycle(
+    context: JobContext,
+    policy: LifecyclePolicy,
+    *,
+    potential_mode: str = "complete",
+    full: bool = False,
+    report_dir: Path | None = None,
+) -> LifecycleResult:
+    """Mark: record the run, run the models, write report and outputs; delete nothing."""
+    from pyspark.sql import functions as F
+
+    if potential_mode not in POTENTIAL_MODES:
+        raise ValueError(f"potential_mode must be one of {POTENTIAL_MODES}, not {potential_mode!r}")
+    repository = context.snapshot.repository
+    directory = report_dir or default_report_dir(repository.storage_namespace, context.state, "lc", context.run_id)
+    report = Report.create(
+        directory,
+        run_id=context.run_id,
+        job=JOB,
+        dry_run=context.dry_run,
+        now=rfc3339(context.now),
+        repository_id=repository.repository_id,
+        storage_namespace=repository.storage_namespace,
+        policy=policy.to_json(),
+        potential_mode=potential_mode,
+        full_run=full,
+    )
+    ledger = RunLedger(context, potential_mode=potential_mode, full=full)
+    try:
+        write_policy_table(context, policy)
+        ledger.record("running")
+        run_dbt(
+            # Models plus the singular safety tests; generic and unit tests run in CI's dbt build.
+            ["build", "--select", MARK_MODELS, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
+            state=context.state,
+            variables=context.dbt_vars(lifecycle_potential_commits=potential_mode, lifecycle_full=full),
+        )
+        figures = _figures(context)
+        marked = context.table("lifecycle_marked_addresses")
+        totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
+        num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
+        report.write_addresses(
+            marked.select(
+                "address",
+                "address_type",
+                "physical_address",
+                "size_bytes",
+                "last_modified_at",
+                F.array_join("paths", ";").alias("paths"),
+                F.array_join("matched_rules", ";").alias("matched_rules"),
+                "path_count",
+            )
+        )
+        base = output_base(context)
+        run_date = context.now.astimezone(timezone.utc).date().isoformat()
+        (
+            marked.select("run_id", "address", "physical_address", "paths", "matched_rules", F.lit(run_date).alias("date"))
+            .write.mode("append")
+            .partitionBy("date")
+            .parquet(str(base / "addresses"))
+        )
+        ledger.record("marked", num_marked=num_marked)
+        report.update(num_marked=num_marked, bytes_marked=bytes_marked, stats=str(stats_path(context, base)), **figures)
+        report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
+        return LifecycleResult(report, base, figures, num_marked, bytes_marked)
+    except Exception as exc:
+        error = (str(exc).splitlines() or [type(exc).__name__])[0]
+        report.finish(success=False, status="failed", error=error)
+        try:
+            ledger.record("failed", error=error)
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            log.exception("could not record the failed run in the ledger")
+        raise
+
+
+def _figures(context: JobContext) -> dict[str, Any]:
+    """What the run looked at, for the summary and the console."""
+    from pyspark.sql import functions as F
+
+    commits = context.table("int_lifecycle__potential_commits").agg(
+        F.count("*").alias("commits"), F.sum(F.col("is_potential").cast("int")).alias("potential")
+    ).first()
+    ranges = context.table("int_lifecycle__range_branches").agg(
+        F.count("*").alias("ranges"), F.sum(F.col("is_potential").cast("int")).alias("potential")
+    ).first()
+    previous = context.table("int_lifecycle__current_rule").agg(F.max("last_deleted_run_id").alias("run")).first()
+    return {
+        "commits": int(commits["commits"] or 0),
+        "potential_commits": int(commits["potential"] or 0),
+        "ranges": int(ranges["ranges"] or 0),
+        "potential_ranges": int(ranges["potential"] or 0),
+        "paths_newly_expired": context.table("int_lifecycle__addresses_to_remove").count(),
+        "addresses_kept_for_duplicates": context.table("int_lifecycle__deduplications").count(),
+        "last_deleting_run_id": previous["run"],
+    }
+
+
+def write_stats(context: JobContext, result: LifecycleResult, *, run_status: str) -> Path:
+    """Append this run's per-rule, per-branch counts to ``<base>/stats/<date>.csv`` (one file a
+    day, one block of rows a run). The table is rules x branch contexts: small by construction.
+    The report's summary is not touched here: after a sweep, the sweep owns it."""
+    rows = context.table("lifecycle_rule_stats").orderBy("rule_id", "branch_id").collect()
+    path = stats_path(context, result.output_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new_file = not path.exists()
+    with open(path, "a", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        if new_file:
+            writer.writerow(STATS_COLUMNS)
+        for row in rows:
+            writer.writerow(
+                [
+                    context.run_id,
+                    run_status,
+                    str(context.dry_run).lower(),
+                    row["rule_id"],
+                    row["prefix"],
+                    row["branch_id"] or "",
+                    _stamp(row["date_to_be_deleted"]),
+                    _stamp(row["last_deleted"]),
+                    row["num_marked"],
+                    row["bytes_marked"],
+                ]
+            )
+    return path
+
+
+def stats_path(context: JobContext, base: Path) -> Path:
+    return base / "stats" / f"{context.now.astimezone(timezone.utc).date().isoformat()}.csv"
+
+
+def _stamp(moment: datetime | None) -> str:
+    if moment is None:
+        return ""
+    # Spark hands session-zone (UTC) timestamps back as naive datetimes
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return rfc3339(aware)
+
+
+def print_result(result: LifecycleResult, stream) -> None:
+    summary = result.report.summary
+    figures = result.figures
+    mode = "dry run" if summary["dry_run"] else "run"
+    since = (
+        "from the beginning (--full)" if summary.get("full_run")
+        else f"since run {figures['last_deleting_run_id']}" if figures.get("last_deleting_run_id")
+        else "from the beginning (no earlier run deleted)"
+    )
+    print(
+        f"lifecycle {mode} {summary['run_id']} at {summary['now']} ({summary['potential_mode']} mode, {since}): "
+        f"{figures['potential_commits']} of {figures['commits']} commits potential, "
+        f"{figures['potential_ranges']} of {figures['ranges']} ranges read; "
+        f"{figures['paths_newly_expired']} paths newly expired, {figures['addresses_kept_for_duplicates']} addresses "
+        f"kept for a surviving reference; {result.num_marked} addresses marked ({result.bytes_marked} bytes)",
+        file=stream,
+    )
+    print(f"report: {result.report.directory}", file=stream)
+
+
+__all__ = ["register", "run_lifecycle", "mark_lifecycle", "LifecycleError"]
+
+
+class LifecycleError(LakewardenError):
+    """The lifecycle job failed part-way; its report says so."""
