@@ -1,0 +1,368 @@
+"""Lifecycle policy job end to end on the embedded Spark: CLI -> snapshot + policy -> dbt models ->
+report, ledger and lakeFS-style outputs -> sweep of real files, checked against the independent
+oracle (lifecycle_oracle). A sequence of runs on one state dir (dry run, first run, a day later,
+a policy change), the seed/complete worked example, --full, properties over random histories,
+bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lakewarden.cli import main
+from lakewarden.sample import SampleConfig, SampleRepository, generate
+from lifecycle_oracle import lifecycle_marked, surviving_physicals
+from oracles import Snapshot, local_file
+from test_gc_uncommitted_support import START, Repo, rfc3339
+
+pytestmark = pytest.mark.spark
+
+EVENTS_TABLE = "lakewarden_snapshot.lifecycle_run_events"
+
+
+def run_lc(snapshot: Path, state: Path, report: Path, policy: dict | str, now: datetime, *extra: str) -> int:
+    policy_path = report.parent / f"{report.name}-policy.json"
+    policy_path.write_text(policy if isinstance(policy, str) else json.dumps(policy))
+    args = ["lifecycle", "--snapshot", str(snapshot), "--policy", str(policy_path), "--state", str(state)]
+    return main([*args, "--report", str(report), "--now", rfc3339(now), *extra])
+
+
+def read_rows(report: Path) -> list[dict[str, str]]:
+    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def marked(report: Path) -> set[str]:
+    return {row["physical_address"] for row in read_rows(report)}
+
+
+def summary(report: Path) -> dict[str, Any]:
+    return json.loads((report / "summary.json").read_text())
+
+
+def cutoffs(policy: dict, now: datetime) -> dict[tuple[str, str | None], datetime]:
+    """The (prefix, branch) -> date_to_be_deleted a deleting run with ``policy`` at ``now`` leaves
+    for the next run (the largest, when two rules share a prefix and branch)."""
+    found: dict[tuple[str, str | None], datetime] = {}
+    for rule in policy.values():
+        if not rule.get("enabled", True):
+            continue
+        rows = [(None, rule["days"])] if "days" in rule else []
+        rows += list(rule.get("branch_days", {}).items())
+        for branch, days in rows:
+            key = (rule["prefix"], branch)
+            found[key] = max(found.get(key, now - timedelta(days=days)), now - timedelta(days=days))
+    return found
+
+
+def assert_matches_oracle(report: Path, expected: dict[str, dict[str, list[str]]]) -> None:
+    rows = read_rows(report)
+    assert [r["address"] for r in rows] == sorted(r["address"] for r in rows), "addresses.csv must be sorted"
+    assert {r["physical_address"] for r in rows} == set(expected)
+    for row in rows:
+        assert row["paths"].split(";") == expected[row["physical_address"]]["paths"]
+        assert row["matched_rules"].split(";") == expected[row["physical_address"]]["matched_rules"]
+
+
+def assert_survivors_exist(snapshot: Snapshot, policy: dict, now: datetime) -> None:
+    """Nothing a path that should survive (or a staged entry) references is gone."""
+    for physical in surviving_physicals(snapshot, policy, now):
+        if physical.startswith(snapshot.namespace + "/") and "/_lakefs/" not in physical:
+            assert local_file(physical).exists(), f"live object deleted: {physical}"
+
+
+def ledger(spark, namespace_run_ids: set[str]) -> dict[str, set[str]]:
+    rows = spark.table(EVENTS_TABLE).select("run_id", "status").collect()
+    statuses: dict[str, set[str]] = {}
+    for row in rows:
+        if row["run_id"] in namespace_run_ids:
+            statuses.setdefault(row["run_id"], set()).add(row["status"])
+    return statuses
+
+
+# -- a sequence of runs on one state dir -------------------------------------------------------
+
+POLICY = {
+    "events": {"prefix": "events/", "days": 20, "branch_days": {"main": 12}},
+    "logs": {"prefix": "logs/", "days": 25},
+    "orders-feature": {"prefix": "orders/", "branch_days": {"feature-1": 5}},
+    "disabled": {"prefix": "users/", "days": 1, "enabled": False},
+}
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> SampleRepository:
+    return generate(tmp_path_factory.mktemp("lc-sample"), SampleConfig(seed=11, entries=900))
+
+
+def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path) -> None:
+    snapshot = Snapshot.read(sample.snapshot_dir)
+    feature = sorted(b for b in sample.branches if b != "main")[0]
+    policy = {**POLICY, "orders-feature": {"prefix": "orders/", "branch_days": {feature: 5}}}
+    day0 = sample.end + timedelta(hours=1)
+
+    # 1. a dry run: marks, deletes nothing, and does not count as a run that deleted
+    dry = tmp_path / "dry"
+    assert run_lc(sample.snapshot_dir, test_state_dir, dry, policy, day0, "--dry-run") == 0
+    expected = lifecycle_marked(snapshot, policy, day0)
+    assert expected, "the sample must give the policy something to delete"
+    assert_matches_oracle(dry, expected)
+    assert all(local_file(uri).exists() for uri in expected)
+    first = summary(dry)
+    assert first["success"] is True and first["dry_run"] is True and first["num_marked"] == len(expected)
+    assert first["num_deleted"] == 0 and first["potential_commits"] == first["commits"]
+    assert first["last_deleting_run_id"] is None
+
+    # 2. the first real run: the dry run did not delete, so it starts from the beginning too
+    run1 = tmp_path / "run1"
+    assert run_lc(sample.snapshot_dir, test_state_dir, run1, policy, day0) == 0
+    assert_matches_oracle(run1, expected)
+    assert not any(local_file(uri).exists() for uri in expected), "marked objects must be gone"
+    assert_survivors_exist(snapshot, policy, day0)
+    done = summary(run1)
+    assert done["success"] is True and done["num_deleted"] == len(expected) and done["num_failed"] == 0
+    assert (run1 / "sweep" / "outcomes.csv").is_file()
+
+    # 3. a day later, same policy: only what newly expired, judged from run 1's cutoffs
+    day1 = day0 + timedelta(days=1)
+    run2 = tmp_path / "run2"
+    assert run_lc(sample.snapshot_dir, test_state_dir, run2, policy, day1) == 0
+    expected2 = lifecycle_marked(snapshot, policy, day1, cutoffs(policy, day0))
+    assert_matches_oracle(run2, expected2)
+    assert not set(expected2) & set(expected), "nothing deleted by run 1 is marked again"
+    second = summary(run2)
+    assert second["last_deleting_run_id"] == done["run_id"]
+    assert second["potential_commits"] < second["commits"], "the incremental run reads fewer commits"
+    assert_survivors_exist(snapshot, policy, day1)
+
+    # 4. a policy change: events expire sooner everywhere, a new rule for raw/
+    changed = {**policy, "events": {"prefix": "events/", "days": 14, "branch_days": {"main": 12}}, "raw": {"prefix": "raw/", "days": 30}}
+    day2 = day1 + timedelta(days=1)
+    run3 = tmp_path / "run3"
+    assert run_lc(sample.snapshot_dir, test_state_dir, run3, changed, day2) == 0
+    expected3 = lifecycle_marked(snapshot, changed, day2, cutoffs(policy, day1))
+    assert_matches_oracle(run3, expected3)
+    assert expected3, "the policy change must expire something new"
+    assert_survivors_exist(snapshot, changed, day2)
+
+    # what was marked across the runs is what a from-scratch run now would mark
+    scratch = lifecycle_marked(snapshot, changed, day2)
+    assert set(scratch) <= set(expected) | set(expected2) | set(expected3)
+
+    # the ledger, the lakeFS-style outputs, the stats
+    run_ids = {summary(r)["run_id"] for r in (dry, run1, run2, run3)}
+    statuses = ledger(spark, run_ids)
+    assert statuses[first["run_id"]] == {"running", "marked"}
+    assert all(statuses[summary(r)["run_id"]] == {"running", "marked", "swept"} for r in (run1, run2, run3))
+    lc_dir = sample.namespace_path / "_lakefs" / "retention" / "lc"
+    day_dirs = sorted(p.name for p in (lc_dir / "addresses").iterdir() if p.is_dir())
+    assert day_dirs == [f"date={d.date().isoformat()}" for d in (day0, day1, day2)]
+    written = spark.read.parquet(str(lc_dir / "addresses"))
+    assert {r["physical_address"] for r in written.where(f"run_id = '{summary(run3)['run_id']}'").collect()} == set(expected3)
+    with open(lc_dir / "stats" / f"{day2.date().isoformat()}.csv", newline="") as handle:
+        stats = [row for row in csv.DictReader(handle) if row["run_id"] == summary(run3)["run_id"]]
+    assert {(r["rule_id"], r["branch_id"]) for r in stats} >= {("events", ""), ("events", "main"), ("raw", "")}
+    assert all(r["run_status"] == "swept" for r in stats)
+    assert "disabled" not in {r["rule_id"] for r in stats}
+
+
+# -- the worked examples of the README ------------------------------------------------------------
+
+
+def two_branch_history(root: Path) -> tuple[Repo, str]:
+    """main and dev share a commit holding logs/old (written at START); main moves on."""
+    repo = Repo(root, genesis=False)
+    address = repo.stage("main", key="logs/old")
+    repo.commit("main")
+    repo.create_branch("dev")
+    repo.advance(timedelta(days=1))
+    repo.stage("main", key="other/new")
+    repo.commit("main")
+    repo.write_snapshot()
+    return repo, address
+
+
+def test_seed_mode_skips_an_object_complete_mode_deletes(spark, test_state_dir: Path, tmp_path: Path) -> None:
+    repo, address = two_branch_history(tmp_path / "repo")
+    physical = f"{repo.storage_namespace}/{address}"
+    day40 = START + timedelta(days=40)
+    # run 1: logs expire on main only; dev (no rule there) still shows logs/old, so it is kept
+    only_main = {"logs": {"prefix": "logs/", "branch_days": {"main": 10}}}
+    run1 = tmp_path / "run1"
+    assert run_lc(repo.snapshot_dir, test_state_dir, run1, only_main, day40) == 0
+    assert marked(run1) == set() and summary(run1)["addresses_kept_for_duplicates"] == 0
+    # run 2: logs now expire on dev too. Seed: the shared commit is older than main's cutoff
+    # (the largest), so it is not read. Complete: dev starts from the beginning, so it is.
+    both = {"logs": {"prefix": "logs/", "branch_days": {"main": 10, "dev": 10}}}
+    day41 = day40 + timedelta(days=1)
+    seed = tmp_path / "seed"
+    assert run_lc(repo.snapshot_dir, test_state_dir, seed, both, day41, "--dry-run", "--potential-commits", "seed") == 0
+    assert marked(seed) == set()
+    complete = tmp_path / "complete"
+    assert run_lc(repo.snapshot_dir, test_state_dir, complete, both, day41, "--dry-run") == 0
+    assert marked(complete) == {physical}
+    assert set(lifecycle_marked(Snapshot.read(repo.snapshot_dir), both, day41, cutoffs(only_main, day40))) == {physical}
+
+
+def test_full_run_retries_an_address_kept_for_a_reference_that_went_away(spark, test_state_dir: Path, tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo", genesis=False)
+    address = repo.stage("main", key="logs/a")
+    repo.commit("main")
+    repo.stage("main", address=address, key="restored/a")  # staged: keeps the object alive
+    repo.write_snapshot()
+    policy = {"logs": {"prefix": "logs/", "days": 10}}
+    day30 = START + timedelta(days=30)
+    run1 = tmp_path / "run1"
+    assert run_lc(repo.snapshot_dir, test_state_dir, run1, policy, day30) == 0
+    assert marked(run1) == set() and summary(run1)["addresses_kept_for_duplicates"] == 1
+    assert (repo.namespace_path / address).exists()
+
+    repo.unstage_address("main", address)  # the staged entry is reset: nothing keeps it now
+    repo.write_snapshot()
+    day31 = day30 + timedelta(days=1)
+    incremental = tmp_path / "incremental"
+    assert run_lc(repo.snapshot_dir, test_state_dir, incremental, policy, day31) == 0
+    assert marked(incremental) == set(), "the documented limitation: logs/a matched the last run"
+    full = tmp_path / "full"
+    assert run_lc(repo.snapshot_dir, test_state_dir, full, policy, day31, "--full") == 0
+    assert marked(full) == {f"{repo.storage_namespace}/{address}"}
+    assert summary(full)["full_run"] is True
+    assert not (repo.namespace_path / address).exists()
+
+
+# -- properties over random histories ------------------------------------------------------------
+
+PREFIXES = ("events/", "logs/", "raw/")
+OPERATIONS = st.sampled_from(["commit", "commit", "copy", "branch", "delete_branch", "stage_copy"])
+
+
+def random_history(root: Path, seed: int, operations: list[str]) -> Repo:
+    repo = Repo(root, seed=seed, genesis=False)
+    rng = repo.rng
+    repo.stage("main", key=f"{rng.choice(PREFIXES)}k-0")
+    repo.commit("main")
+    for operation in operations:
+        branch = rng.choice(sorted(repo.branches))
+        committed = [(e["key"], e["address"]) for entries in repo.ranges.values() for e in entries]
+        if operation == "commit":
+            for _ in range(rng.randrange(1, 4)):
+                repo.stage(branch, key=f"{rng.choice(PREFIXES)}k-{repo.counter + 1}")
+            repo.commit(branch)
+        elif operation == "copy" and committed:  # another path, maybe under no rule, shares an object
+            _, address = rng.choice(committed)
+            repo.stage(branch, address=address, key=f"{rng.choice(PREFIXES + ('kept/',))}copy-{repo.counter}-{rng.randrange(999)}")
+            repo.commit(branch)
+        elif operation == "branch":
+            repo.create_branch(f"b{repo.counter}", branch)
+        elif operation == "delete_branch" and branch != "main":
+            repo.delete_branch(branch)
+        elif operation == "stage_copy" and committed:
+            repo.stage(branch, address=rng.choice(committed)[1], key=f"staged/{repo.counter}")
+        repo.advance(timedelta(days=rng.randrange(1, 6)))
+    repo.write_snapshot()
+    return repo
+
+
+def random_policy(rng, branches: list[str]) -> dict:
+    policy = {}
+    for index, prefix in enumerate(rng.sample(PREFIXES, rng.randrange(1, len(PREFIXES) + 1))):
+        rule: dict[str, Any] = {"prefix": prefix}
+        if rng.random() < 0.8:
+            rule["days"] = rng.randrange(0, 30)
+        named = rng.sample(branches + ["gone"], rng.randrange(0, min(3, len(branches) + 1)))
+        if named or "days" not in rule:
+            rule["branch_days"] = {b: rng.randrange(0, 30) for b in named or ["main"]}
+        policy[f"r{index}"] = rule
+    return policy
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    seed=st.integers(min_value=0, max_value=10_000),
+    operations=st.lists(OPERATIONS, min_size=4, max_size=14),
+    days_later=st.sampled_from([1, 3, 10]),
+)
+def test_property_complete_equals_the_oracle_never_deletes_a_survivor_and_seed_reads_less(
+    spark, test_state_dir: Path, tmp_path_factory, seed: int, operations: list[str], days_later: int
+) -> None:
+    root = tmp_path_factory.mktemp("lc-history")
+    repo = random_history(root / "repo", seed, operations)
+    snapshot = Snapshot.read(repo.snapshot_dir)
+    policy = random_policy(repo.rng, sorted(repo.branches))
+    now = repo.clock + timedelta(days=1)
+
+    # first run deletes; what it leaves must include every survivor
+    first = root / "first"
+    assert run_lc(repo.snapshot_dir, test_state_dir, first, policy, now) == 0
+    assert_matches_oracle(first, lifecycle_marked(snapshot, policy, now))
+    assert not marked(first) & surviving_physicals(snapshot, policy, now)
+    assert_survivors_exist(snapshot, policy, now)
+
+    # later, a changed policy: complete mode marks exactly what the oracle marks with the same
+    # cutoffs (every commit considered); seed mode never marks more
+    later = now + timedelta(days=days_later)
+    changed = random_policy(repo.rng, sorted(repo.branches))
+    complete = root / "complete"
+    assert run_lc(repo.snapshot_dir, test_state_dir, complete, changed, later, "--dry-run") == 0
+    expected = lifecycle_marked(snapshot, changed, later, cutoffs(policy, now))
+    assert_matches_oracle(complete, expected)
+    assert not marked(complete) & surviving_physicals(snapshot, changed, later)
+    seed_run = root / "seed"
+    assert run_lc(repo.snapshot_dir, test_state_dir, seed_run, changed, later, "--dry-run", "--potential-commits", "seed") == 0
+    assert marked(seed_run) <= marked(complete)
+    assert summary(seed_run)["potential_commits"] <= summary(complete)["potential_commits"]
+
+
+# -- bad input -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "policy, field",
+    [
+        ('{"r1": {"prefix": "logs/", "dayz": 3}}', "r1.dayz"),
+        ('{"r1": {"prefix": "logs/", "days": -1}}', "r1.days"),
+        ('{"r1": {"prefix": "logs/", "days": 1.5}}', "r1.days"),
+        ('{"r1": {"prefix": "", "days": 1}}', "r1.prefix"),
+        ('{"r1": {"prefix": "a/", "days": 1}, "r1": {"prefix": "b/", "days": 2}}', "r1"),
+        ('{"r1": {"prefix": "logs/", "branch_days": {"main": "5"}}}', "r1.branch_days.main"),
+        ('{"r1": {"prefix": "logs/", "days": 1', None),
+    ],
+)
+def test_bad_policy_exits_2_and_changes_nothing(
+    spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path, capsys, policy: str, field: str | None
+) -> None:
+    before = spark.table(EVENTS_TABLE).count() if spark.catalog.tableExists(EVENTS_TABLE) else 0
+    files = sorted(p for p in sample.namespace_path.rglob("*") if p.is_file())
+    report = tmp_path / "report"
+    assert run_lc(sample.snapshot_dir, test_state_dir, report, policy, sample.end + timedelta(days=1)) == 2
+    message = capsys.readouterr().err.strip()
+    assert len(message.splitlines()) == 1 and "policy.json" in message
+    if field:
+        assert field in message
+    assert not report.exists(), "bad input must not create a report"
+    after = spark.table(EVENTS_TABLE).count() if spark.catalog.tableExists(EVENTS_TABLE) else 0
+    assert after == before, "bad input must not touch the run ledger"
+    assert sorted(p for p in sample.namespace_path.rglob("*") if p.is_file()) == files
+
+
+def test_unknown_branch_in_branch_days_warns_and_runs(spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path, caplog) -> None:
+    report = tmp_path / "report"
+    policy = {"logs": {"prefix": "logs/", "branch_days": {"no-such-branch": 1}}}
+    assert run_lc(sample.snapshot_dir, test_state_dir, report, policy, sample.end + timedelta(days=1), "--dry-run") == 0
+    assert any("no-such-branch" in r.getMessage() and "logs" in r.getMessage() for r in caplog.records)
+    assert marked(report) == set()
+
+
+def test_future_clock_needs_a_dry_run(spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path, capsys) -> None:
+    report = tmp_path / "report"
+    future = datetime.now().astimezone() + timedelta(days=3)
+    assert run_lc(sample.snapshot_dir, test_state_dir, report, POLICY, future) == 2
+    assert "--now" in capsys.readouterr().err
+    assert not report.exists()
