@@ -101,7 +101,7 @@ def mark_committed(
         write_rules_table(context, rules)
         run_dbt(
             # Models plus the singular safety tests; generic and unit tests run in CI's dbt build.
-            ["build", "--select", MARK_MODELS, "--exclude", "test_type:generic", "test_type:unit"],
+            ["build", "--select", MARK_MODELS, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
             state=context.state,
             variables=context.dbt_vars(retain_tags=retain_tags),
         )

@@ -20,7 +20,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lakewarden.errors import LakewardenError
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
 from lakewarden.jobs.gc_uncommitted import namespace_key
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
@@ -326,8 +325,4 @@ def print_result(result: LifecycleResult, stream) -> None:
     print(f"report: {result.report.directory}", file=stream)
 
 
-__all__ = ["register", "run_lifecycle", "mark_lifecycle", "LifecycleError"]
-
-
-class LifecycleError(LakewardenError):
-    """The lifecycle job failed part-way; its report says so."""
+__all__ = ["register", "run_lifecycle", "mark_lifecycle"]
