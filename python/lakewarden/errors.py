@@ -7,6 +7,9 @@ guarantees that bad input changes nothing.
 
 from __future__ import annotations
 
+from os import PathLike
+from pathlib import Path
+
 
 class LakewardenError(Exception):
     """Base class for errors lakewarden reports to the user."""
@@ -24,3 +27,14 @@ class BadInput(LakewardenError):
 
 class UnsafeDeletion(LakewardenError):
     """A delete was asked for outside the storage namespace or under ``_lakefs/``."""
+
+
+def read_input_file(path: str | PathLike[str]) -> str:
+    """The text of a file the user named (rules, policy): a missing or unreadable file is
+    :class:`BadInput` naming it, raised before anything else happens."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput("no such file", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"unreadable ({exc})", source=str(path)) from None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from lakewarden.errors import BadInput
+from lakewarden.errors import BadInput, read_input_file
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +75,7 @@ def parse_gc_rules(document: Any, source: str) -> GcRules:
 
 def load_gc_rules(path: Path) -> GcRules:
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput("no such file", source=source) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"unreadable ({exc})", source=source) from None
+    text = read_input_file(path)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:

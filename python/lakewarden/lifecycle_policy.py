@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from lakewarden.errors import BadInput
+from lakewarden.errors import BadInput, read_input_file
 
 log = logging.getLogger(__name__)
 
@@ -181,11 +181,4 @@ def parse_lifecycle_policy(text: str, source: str) -> LifecyclePolicy:
 
 
 def load_lifecycle_policy(path: Path | str) -> LifecyclePolicy:
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput("no such file", source=source) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"unreadable ({exc})", source=source) from None
-    return parse_lifecycle_policy(text, source)
+    return parse_lifecycle_policy(read_input_file(path), str(path))

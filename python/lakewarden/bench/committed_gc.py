@@ -19,9 +19,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from lakewarden.gc_rules import GcRules
+from lakewarden.bench.common import bench_sample, floor_scan_seconds
 from lakewarden.jobs.common import JobContext, new_run_id
 from lakewarden.jobs.gc import mark_committed
-from lakewarden.sample import SampleConfig, generate
 from lakewarden.snapshot import load_snapshot
 from lakewarden.spark_session import get_or_create
 
@@ -42,13 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakewarden-bench-"))
     state = workdir / "state"
     started = time.perf_counter()
-    sample = generate(
-        workdir / "repo",
-        SampleConfig(
-            seed=args.seed, entries=args.entries, slots=args.slots, days=90, feature_branches=12,
-            slots_per_commit=3, write_objects=False, table_format="parquet",
-        ),
-    )
+    sample = bench_sample(workdir / "repo", entries=args.entries, slots=args.slots, seed=args.seed)
     generated = time.perf_counter() - started
     spark = get_or_create(state.resolve(), app_name="lakewarden-bench")
 
@@ -57,12 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     loaded = time.perf_counter() - started
     rows = snapshot.row_counts["ranges"]
 
-    # Floor: one scan of every unique range's entries (what any committed GC must at least read).
-    started = time.perf_counter()
-    spark.table("lakewarden_snapshot.ranges").selectExpr(
-        "count(*) as n", "sum(length(address)) as address_chars", "sum(size) as bytes"
-    ).collect()
-    floor = time.perf_counter() - started
+    floor = floor_scan_seconds(spark)
 
     class _Args:  # the job's parsed options, as the CLI would pass them
         pass

@@ -24,10 +24,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lakewarden.bench.common import bench_sample, floor_scan_seconds
 from lakewarden.jobs.common import JobContext, new_run_id
 from lakewarden.jobs.lifecycle import RunLedger, mark_lifecycle
 from lakewarden.lifecycle_policy import parse_lifecycle_policy
-from lakewarden.sample import TABLE_NAMES, SampleConfig, generate
+from lakewarden.sample import TABLE_NAMES
 from lakewarden.snapshot import arrow_schemas, load_snapshot
 from lakewarden.spark_session import get_or_create
 
@@ -91,13 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="lakewarden-bench-lc-"))).resolve()
     state = workdir / "state"
     started = time.perf_counter()
-    sample = generate(
-        workdir / "repo",
-        SampleConfig(
-            seed=args.seed, entries=args.entries, slots=args.slots, days=90, feature_branches=12,
-            slots_per_commit=3, write_objects=False, table_format="parquet",
-        ),
-    )
+    sample = bench_sample(workdir / "repo", entries=args.entries, slots=args.slots, seed=args.seed)
     generated = time.perf_counter() - started
     spark = get_or_create(state, app_name="lakewarden-bench-lifecycle")
     policy = parse_lifecycle_policy(POLICY, "bench policy")
@@ -107,11 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     loaded = time.perf_counter() - started
     rows = snapshot.row_counts["ranges"]
 
-    started = time.perf_counter()
-    spark.table("lakewarden_snapshot.ranges").selectExpr(
-        "count(*) as n", "sum(length(address)) as address_chars", "sum(size) as bytes"
-    ).collect()
-    floor = time.perf_counter() - started
+    floor = floor_scan_seconds(spark)
 
     def context(now: datetime, loaded_snapshot) -> JobContext:
         return JobContext(
