@@ -1,0 +1,94 @@
+"""The dbt start-up hook (python/dbt_lakewarden): importing it registers a ``session`` submission
+helper for dbt-spark Python models and makes it the default on ``method: session``. No Spark."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+from types import SimpleNamespace
+
+from dbt.adapters.base import PythonJobHelper
+from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
+from dbt.adapters.spark.impl import SparkAdapter
+
+
+def adapter_like(method: object) -> SimpleNamespace:
+    """What the adapter's properties read: ``self.config.credentials.method``."""
+    return SimpleNamespace(config=SimpleNamespace(credentials=SimpleNamespace(method=method)))
+
+
+def test_importing_the_module_registers_the_helper_on_a_fresh_interpreter() -> None:
+    """Before the import dbt-spark has no ``session`` helper; after it, it has, and it is the default."""
+    script = (
+        "from types import SimpleNamespace as N\n"
+        "from dbt.adapters.spark.impl import SparkAdapter as A\n"
+        "fake = N(config=N(credentials=N(method='session')))\n"
+        "before = sorted(A.python_submission_helpers.fget(fake)), A.default_python_submission_method.fget(fake)\n"
+        "import dbt_lakewarden\n"
+        "after = sorted(A.python_submission_helpers.fget(fake)), A.default_python_submission_method.fget(fake)\n"
+        "print(before, after)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout.strip()
+    assert out == (
+        "(['all_purpose_cluster', 'job_cluster'], 'all_purpose_cluster') "
+        "(['all_purpose_cluster', 'job_cluster', 'session'], 'session')"
+    )
+
+
+def test_session_helper_is_registered_and_the_default_for_method_session() -> None:
+    import dbt_lakewarden
+
+    credentials = SparkCredentials.from_dict({"host": "NA", "method": "session", "schema": "lakewarden"})
+    assert credentials.method == SparkConnectionMethod.SESSION
+    adapter = SimpleNamespace(config=SimpleNamespace(credentials=credentials))
+
+    helpers = SparkAdapter.python_submission_helpers.fget(adapter)
+    assert helpers["session"] is dbt_lakewarden.SessionPythonJobHelper
+    assert issubclass(helpers["session"], PythonJobHelper)
+    # dbt-spark's own helpers are still there
+    assert {"job_cluster", "all_purpose_cluster"} <= set(helpers)
+    assert SparkAdapter.default_python_submission_method.fget(adapter) == "session"
+
+
+def test_other_connection_methods_keep_dbt_sparks_default() -> None:
+    import dbt_lakewarden  # noqa: F401
+
+    for method in (SparkConnectionMethod.THRIFT, SparkConnectionMethod.HTTP, SparkConnectionMethod.ODBC):
+        assert SparkAdapter.default_python_submission_method.fget(adapter_like(method)) == "all_purpose_cluster"
+
+
+def test_install_is_idempotent() -> None:
+    import dbt_lakewarden
+
+    helpers_property = SparkAdapter.python_submission_helpers
+    default_property = SparkAdapter.default_python_submission_method
+    dbt_lakewarden.install()
+    assert SparkAdapter.python_submission_helpers is helpers_property
+    assert SparkAdapter.default_python_submission_method is default_property
+
+
+def test_dbt_plugin_discovery_finds_the_module() -> None:
+    """dbt imports every installed top-level ``dbt_*`` module at start-up (its plugin manager):
+    that is the hook, so the module must be importable by that name from this environment."""
+    from dbt.plugins.manager import PluginManager
+
+    discovered = {name for _, name, _ in pkgutil.iter_modules() if name.startswith(PluginManager.PLUGIN_MODULE_PREFIX)}
+    assert "dbt_lakewarden" in discovered
+
+
+def test_the_helper_runs_compiled_code_with_spark_bound_to_the_active_session(monkeypatch) -> None:
+    """submit() executes the compiled model in this process with ``spark`` bound (a stand-in
+    session here, so no JVM starts)."""
+    import pyspark.sql
+
+    import dbt_lakewarden
+
+    sentinel = object()
+    monkeypatch.setattr(pyspark.sql.SparkSession, "getActiveSession", staticmethod(lambda: sentinel))
+    seen: dict[str, object] = {}
+    monkeypatch.setitem(sys.modules, "lakewarden_helper_probe", SimpleNamespace(seen=seen))
+    helper = dbt_lakewarden.SessionPythonJobHelper({"schema": "lakewarden", "alias": "m"}, credentials=None)
+    helper.submit("import lakewarden_helper_probe\nlakewarden_helper_probe.seen['spark'] = spark\n")
+    assert seen["spark"] is sentinel
+    assert helper.identifier == "lakewarden.m"
