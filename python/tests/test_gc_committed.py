@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -186,3 +187,174 @@ def test_plain_dbt_build_passes_including_python_models_and_unit_tests(spark, te
     assert all(str(r.status) in ("success", "pass") for r in results.results)
     members = spark.table("lakewarden.int_branch_set_members")
     assert members.where("branch_id = 'main'").count() >= 1
+
+
+# -- the design's two worked examples, end to end through the CLI ----------------------------
+
+EXAMPLE_NOW = "2024-03-31T00:00:00Z"
+
+# Design example 1 (main only): c1 .. c5, GC on 2024-03-31 with 7 days -> threshold 2024-03-24;
+# c3 was HEAD at the threshold, so c3, c4, c5 stay active.
+EXAMPLE_1_COMMITS = {
+    "c1": ([], "2024-03-01"),
+    "c2": (["c1"], "2024-03-10"),
+    "c3": (["c2"], "2024-03-20"),
+    "c4": (["c3"], "2024-03-25"),
+    "c5": (["c4"], "2024-03-30"),
+}
+EXAMPLE_1_BRANCHES = {"main": "c5"}
+
+# Design example 2: main m1-m2-m3 (7 days), feature forked at m2, f1-f2-f3 (3 days), and a
+# deleted branch forked at m2 that left C-D behind: D is dangling (nobody's first parent, no
+# HEAD), so it gets a dummy child at its own instant with the default retention.
+EXAMPLE_2_COMMITS = {
+    "m1": ([], "2024-03-01"),
+    "m2": (["m1"], "2024-03-20"),
+    "f1": (["m2"], "2024-03-22"),
+    "m3": (["m2"], "2024-03-26"),
+    "C": (["m2"], "2024-03-26"),
+    "D": (["C"], "2024-03-27"),
+    "f2": (["f1"], "2024-03-27"),
+    "f3": (["f2"], "2024-03-29"),
+}
+EXAMPLE_2_BRANCHES = {"main": "m3", "feature": "f3"}
+
+
+def example_rules(default_days: int, **branch_days: int) -> dict:
+    return {
+        "default_retention_days": default_days,
+        "branches": [{"branch_id": b, "retention_days": d} for b, d in branch_days.items()],
+    }
+
+
+def write_example_snapshot(directory: Path, commits: dict[str, tuple[list[str], str]], branches: dict[str, str]) -> Path:
+    """A tiny JSONL snapshot (CONTRACT section 2): commit X lists its own range holding object
+    ``data/X`` and a range every commit shares holding ``data/shared``. So exactly the objects
+    of expired commits are marked, and the shared one (listed by active commits too) never is."""
+    snapshot = directory / "snapshot"
+    namespace = directory / "namespace"
+    snapshot.mkdir(parents=True)
+    namespace.mkdir(parents=True)
+
+    def jsonl(name: str, rows: list[dict]) -> None:
+        (snapshot / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+    (snapshot / "repository.json").write_text(
+        json.dumps({"repository_id": "example", "storage_namespace": namespace.resolve().as_uri(), "default_branch": "main"})
+    )
+    jsonl(
+        "commits",
+        [
+            {
+                "commit_id": c, "parents": parents, "creation_date": f"{day}T00:00:00Z", "meta_range_id": f"mr-{c}",
+                "committer": "design", "message": f"commit {c}", "version": 1,
+            }
+            for c, (parents, day) in commits.items()
+        ],
+    )
+    jsonl("branches", [{"branch_id": b, "commit_id": c, "hidden": False} for b, c in branches.items()])
+    jsonl("tags", [])
+    jsonl("staged", [])
+    jsonl("metaranges", [{"meta_range_id": f"mr-{c}", "range_id": r} for c in commits for r in (f"r-{c}", "r-shared")])
+
+    def entry(range_id: str, key: str, address: str, day: str) -> dict:
+        return {
+            "range_id": range_id, "key": key, "address": address, "address_type": "RELATIVE",
+            "last_modified": f"{day}T00:00:00Z", "size": 8, "etag": f"etag-{address}",
+        }
+
+    jsonl(
+        "ranges",
+        [entry("r-shared", "shared/readme", "data/shared", "2024-03-01")]
+        + [entry(f"r-{c}", f"tables/{c}", f"data/{c}", day) for c, (_, day) in commits.items()],
+    )
+    for name in ["shared", *commits]:
+        (namespace / "data").mkdir(exist_ok=True)
+        (namespace / "data" / name).write_bytes(b"contents")
+    return snapshot
+
+
+def run_example(snapshot: Path, state: Path, report: Path, rules: dict) -> tuple[dict[str, bool], set[str]]:
+    """``gc committed --dry-run`` at the design's clock: commits.csv's is_active per commit, and
+    the marked addresses (as the entries hold them)."""
+    rules_path = report.parent / f"{report.name}-rules.json"
+    rules_path.write_text(json.dumps(rules))
+    code = main(
+        ["gc", "committed", "--snapshot", str(snapshot), "--state", str(state), "--report", str(report),
+         "--rules", str(rules_path), "--now", EXAMPLE_NOW, "--dry-run"]
+    )
+    assert code == 0
+    with open(report / "commits.csv", newline="", encoding="utf-8") as handle:
+        is_active = {row["commit_id"]: row["is_active"].strip().lower() == "true" for row in csv.DictReader(handle)}
+    return is_active, {row["address"] for row in read_addresses(report)}
+
+
+def test_design_example_1_main_only_through_the_cli(spark, test_state_dir: Path, tmp_path: Path) -> None:
+    snapshot = write_example_snapshot(tmp_path, EXAMPLE_1_COMMITS, EXAMPLE_1_BRANCHES)
+    is_active, marked = run_example(snapshot, test_state_dir, tmp_path / "report", example_rules(7))
+    assert is_active == {"c1": False, "c2": False, "c3": True, "c4": True, "c5": True}
+    assert marked == {"data/c1", "data/c2"}  # data/shared is listed by active commits too
+    assert all((tmp_path / "namespace" / "data" / c).exists() for c in EXAMPLE_1_COMMITS)  # dry run
+
+
+@pytest.fixture(scope="module")
+def example_2(spark, test_state_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Example 2's snapshot and its dry runs, one per set of rules (memoised: a run costs a dbt build)."""
+    workdir = tmp_path_factory.mktemp("example-2")
+    snapshot = write_example_snapshot(workdir, EXAMPLE_2_COMMITS, EXAMPLE_2_BRANCHES)
+    runs: dict[str, tuple[dict[str, bool], set[str]]] = {}
+
+    def run(rules: dict) -> tuple[dict[str, bool], set[str]]:
+        key = json.dumps(rules, sort_keys=True)
+        if key not in runs:
+            runs[key] = run_example(snapshot, test_state_dir, workdir / f"report-{len(runs)}", rules)
+        return runs[key]
+
+    return run
+
+
+@pytest.mark.parametrize(
+    ("default_days", "dangling_active"),
+    [(7, True), (3, False)],
+    ids=["default-7-days-C-D-stay", "default-3-days-C-D-expire"],
+)
+def test_design_example_2_main_feature_and_dangling_through_the_cli(example_2, default_days: int, dangling_active: bool) -> None:
+    is_active, marked = example_2(example_rules(default_days, main=7, feature=3))
+    assert is_active == {
+        "m1": False, "m2": True, "m3": True,  # main: m2 was HEAD at 2024-03-24
+        "f1": False, "f2": True, "f3": True,  # feature: f2 was HEAD at 2024-03-28
+        "C": dangling_active, "D": dangling_active,  # D's dummy child at 2024-03-27, default days
+    }
+    expected = {"data/m1", "data/f1"} | (set() if dangling_active else {"data/C", "data/D"})
+    assert marked == expected
+
+
+def test_rule_for_a_branch_that_does_not_exist_warns_and_changes_nothing(example_2, caplog: pytest.LogCaptureFixture) -> None:
+    baseline = example_2(example_rules(3, main=7, feature=3))  # the same run without the ghost rule
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        with_ghost = example_2(example_rules(3, main=7, feature=3, ghost=1))
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "'ghost'" in r.getMessage()]
+    assert warnings, [r.getMessage() for r in caplog.records]
+    assert "does not exist" in warnings[0].getMessage()
+    assert with_ghost == baseline
+    assert baseline[1], "the comparison needs something marked"
+
+
+def test_now_before_newest_commit_without_dry_run_names_snapshot_and_changes_nothing(
+    spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path, capsys
+) -> None:
+    def everything() -> list[Path]:
+        return sorted(sample.namespace_path.rglob("*")) + sorted((test_state_dir / "reports").rglob("*"))
+
+    before = everything()
+    # no --report: the default report directory is under the namespace's _lakefs/retention/gc/
+    args = ["gc", "committed", "--snapshot", str(sample.snapshot_dir), "--state", str(test_state_dir)]
+    rules_path = tmp_path / "rules.json"
+    rules_path.write_text(json.dumps(RULES))
+    code = main([*args, "--rules", str(rules_path), "--now", rfc3339(sample.end - timedelta(days=30))])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert str(sample.snapshot_dir) in err[0] and "--now" in err[0] and "before the newest commit" in err[0], err
+    assert everything() == before, "a file was deleted or a report created"

@@ -108,6 +108,15 @@ def resolve_snapshot(args: argparse.Namespace, state: Path) -> Path:
     return out
 
 
+def commits_table_path(snapshot_dir: Path) -> Path:
+    """The snapshot's commits table (``commits.jsonl`` or ``commits.parquet``), else the directory."""
+    for suffix in (".jsonl", ".parquet"):
+        candidate = snapshot_dir / f"commits{suffix}"
+        if candidate.exists():
+            return candidate
+    return snapshot_dir
+
+
 def start_job(args: argparse.Namespace, job: str) -> JobContext:
     """Validate the clock, start Spark, load and validate the snapshot."""
     now = parse_now(args.now, dry_run=args.dry_run)
@@ -119,6 +128,7 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         newest = datetime.fromtimestamp(snapshot.newest_commit_epoch, timezone.utc)
         raise BadInput(
             f"{rfc3339(now)} is before the newest commit ({rfc3339(newest)}): the clock or the snapshot is wrong",
+            source=str(commits_table_path(snapshot_dir)),
             field="--now",
         )
     return JobContext(
