@@ -194,6 +194,30 @@ def test_previous_run_in_the_future_of_now_forces_a_clean_run(spark, test_state_
     assert result["run_mode"] == "clean" and "before the previous run" in result["run_mode_reason"]
 
 
+def test_storage_clock_ahead_of_lakefs_never_unprotects_a_committed_object(spark, test_state_dir: Path, tmp_path: Path) -> None:
+    """Storage stamps an object 2 minutes after the commit that references it (its clock runs
+    ahead of lakeFS's), and a run comes right after that commit: the next, optimized, run must
+    not take the object for one written after the previous run (and, its range read, delete it)."""
+    repo = Repo(tmp_path / "repo", seed=8)
+    repo.advance(timedelta(days=1))
+    address = repo.stage("main")
+    stamp = (repo.clock + timedelta(minutes=2)).timestamp()
+    os.utime(repo.namespace_path / address, (stamp, stamp))
+    repo.advance(timedelta(seconds=30))
+    repo.commit("main")
+    first = tmp_path / "r1"
+    assert run_uc(repo.write_snapshot(), test_state_dir, first, repo.clock, "--min-age", "1h", "--dry-run") == 0
+    assert summary(first)["run_mode"] == "clean" and not marked(first)
+
+    repo.advance(timedelta(days=2))
+    snapshot = repo.write_snapshot()
+    second = tmp_path / "r2"
+    assert run_uc(snapshot, test_state_dir, second, repo.clock, "--min-age", "1h", "--dry-run") == 0
+    assert summary(second)["run_mode"] == "optimized"
+    assert uncommitted_gc_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), repo.clock, timedelta(hours=1)) == set()
+    assert marked(second) == set(), "a committed object was marked"
+
+
 # -- property: optimized is always a subset of clean -----------------------------------------------
 
 OPERATIONS = st.sampled_from(

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lakewarden.errors import BadInput
-from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
+from lakewarden.jobs.common import CLOCK_SKEW, SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
 from lakewarden.project import run_dbt
 from lakewarden.report import Report, local_path, write_json_atomic
 
@@ -38,6 +38,11 @@ MARK_MODELS = "+uncommitted_gc_run"
 DEFAULT_MIN_AGE = "24h"
 #: Below this, objects still being uploaded (lakeFS upload tokens, multipart uploads) could go.
 MIN_SAFE_AGE = timedelta(hours=1)
+#: Storage stamps objects by its clock, lakeFS stamps commits by its own. An object a commit
+#: references may carry a storage time a little later than the commit's; the next optimized run
+#: must not take it for an object written after this run (its range is not read again), so the
+#: cutoff lies this far past the Last Commit.
+STORAGE_CLOCK_SKEW = CLOCK_SKEW
 RUNS_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_runs"
 PREVIOUS_INVENTORY_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_inventory"
 PREVIOUS_RANGES_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_ranges"
@@ -293,7 +298,7 @@ def mark_uncommitted(
         marked.select("address").write.mode("overwrite").parquet(str(output_dir / "deleted"))
         last_commit_at = _utc(run["last_commit_created_at"])
         bound = min(context.now, observed_at)
-        cutoff = max(bound, last_commit_at) if last_commit_at is not None else bound
+        cutoff = max(bound, last_commit_at + STORAGE_CLOCK_SKEW) if last_commit_at is not None else bound
         run.update(
             run_at=rfc3339(context.now),
             last_commit_created_at=rfc3339(last_commit_at) if last_commit_at else None,
