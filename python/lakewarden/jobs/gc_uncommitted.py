@@ -265,7 +265,17 @@ def mark_uncommitted(
     )
     try:
         clock = time.monotonic()
+        phases: dict[str, float] = {}
+        phase_start = clock
+
+        def phase(name: str) -> None:
+            nonlocal phase_start
+            moment = time.monotonic()
+            phases[name] = round(moment - phase_start, 3)
+            phase_start = moment
+
         storage.write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
+        phase("storage_inventory")
         _point_table(spark, PREVIOUS_INVENTORY_TABLE, INVENTORY_DDL, previous.uncommitted_inventory_location if previous else None)
         _point_table(spark, PREVIOUS_RANGES_TABLE, RANGES_DDL, previous.scanned_ranges_location if previous else None)
         variables: dict[str, object] = {
@@ -282,12 +292,13 @@ def mark_uncommitted(
             state=context.state,
             variables=context.dbt_vars(**variables),
         )
-        mark_seconds = time.monotonic() - clock
+        phase("models")
         run = context.table("uncommitted_gc_run").first().asDict()
         marked = context.table("uncommitted_gc_marked_addresses")
         report.write_addresses(
             marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "candidate_source")
         )
+        phase("report")
         # lakeFS-style outputs: the uncommitted inventory file, the ranges read, what was marked
         inventory_dir = output_dir / "uncommitted"
         ranges_dir = output_dir / "ranges"
@@ -296,6 +307,7 @@ def mark_uncommitted(
         ).write.mode("overwrite").parquet(str(inventory_dir))
         context.table("int_uncommitted__listed_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
         marked.select("address").write.mode("overwrite").parquet(str(output_dir / "deleted"))
+        phase("outputs")
         last_commit_at = _utc(run["last_commit_created_at"])
         bound = min(context.now, observed_at)
         cutoff = max(bound, last_commit_at + STORAGE_CLOCK_SKEW) if last_commit_at is not None else bound
@@ -308,7 +320,8 @@ def mark_uncommitted(
             previous_storage_cutoff=rfc3339(previous.storage_cutoff) if previous else None,
             uncommitted_inventory_location=str(inventory_dir),
             scanned_ranges_location=str(ranges_dir),
-            mark_seconds=round(mark_seconds, 3),
+            mark_seconds=round(time.monotonic() - clock, 3),
+            phase_seconds=phases,
         )
         write_json_atomic(output_dir / "summary.json", {**run, "dry_run": context.dry_run, "report": str(report.directory)})
         num_marked = int(run["marked_objects"] or 0)
