@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -65,6 +66,15 @@ def rfc3339(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+def namespace_key(storage_namespace: str) -> str:
+    """The namespace root as the models normalise it (scheme aliases, slashes folded, no trailing
+    slash): run history (uncommitted GC's, lifecycle's) is looked up by it."""
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)?(.*)$", storage_namespace.rstrip("/"))
+    assert match is not None
+    scheme = re.sub(r"^s3[an]://", "s3://", (match.group(1) or "").lower())
+    return scheme + re.sub(r"/{2,}", "/", match.group(2))
+
+
 def new_run_id(job: str) -> str:
     """Unique, sortable run id: job, wall-clock time, random suffix."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -90,6 +100,18 @@ class JobContext:
 
     def table(self, name: str):
         return self.spark.table(f"{MODEL_SCHEMA}.{name}")
+
+    def build_models(self, selection: str, **variables: object) -> None:
+        """``dbt build`` of a job's models with this run's variables, plus the singular safety
+        tests whose parents are all among them (cautious selection: another job's safety test
+        never runs on this job's partial build). Generic and unit tests run in CI's full build."""
+        from lakewarden.project import run_dbt
+
+        run_dbt(
+            ["build", "--select", selection, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
+            state=self.state,
+            variables=self.dbt_vars(**variables),
+        )
 
 
 def resolve_snapshot(args: argparse.Namespace, state: Path) -> Path:

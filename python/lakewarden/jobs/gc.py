@@ -11,7 +11,6 @@ from pathlib import Path
 
 from lakewarden.gc_rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
-from lakewarden.project import run_dbt
 from lakewarden.report import Report, default_report_dir, local_path, write_single_csv
 
 log = logging.getLogger(__name__)
@@ -99,12 +98,7 @@ def mark_committed(
     )
     try:
         write_rules_table(context, rules)
-        run_dbt(
-            # Models plus the singular safety tests; generic and unit tests run in CI's dbt build.
-            ["build", "--select", MARK_MODELS, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
-            state=context.state,
-            variables=context.dbt_vars(retain_tags=retain_tags),
-        )
+        context.build_models(MARK_MODELS, retain_tags=retain_tags)
         commits = context.table("gc_commits")
         counts = commits.agg(
             F.count("*").alias("commits"), F.sum(F.col("is_active").cast("int")).alias("active")

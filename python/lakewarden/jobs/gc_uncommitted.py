@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lakewarden.errors import BadInput
-from lakewarden.jobs.common import CLOCK_SKEW, SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
-from lakewarden.project import run_dbt
+from lakewarden.jobs.common import CLOCK_SKEW, SNAPSHOT_SCHEMA, JobContext, add_job_options, namespace_key, rfc3339, start_job
 from lakewarden.report import Report, local_path, write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -136,15 +135,6 @@ def run_uncommitted(args: argparse.Namespace) -> int:
     outcome = sweep_report(context.spark, result.report.directory, deleter_options=s3_options)
     print(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed", file=sys.stdout)
     return 0 if outcome.num_failed == 0 else 1
-
-
-def namespace_key(storage_namespace: str) -> str:
-    """The namespace root as the models normalise it (scheme aliases, slashes folded, no trailing
-    slash): run history is looked up by it."""
-    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)?(.*)$", storage_namespace.rstrip("/"))
-    assert match is not None
-    scheme = re.sub(r"^s3[an]://", "s3://", (match.group(1) or "").lower())
-    return scheme + re.sub(r"/{2,}", "/", match.group(2))
 
 
 def output_base(context: JobContext) -> Path:
@@ -286,12 +276,7 @@ def mark_uncommitted(
             variables["uncommitted_gc_storage_cutoff"] = rfc3339(previous.storage_cutoff)
             if previous.last_commit_created_at is not None:
                 variables["uncommitted_gc_previous_last_commit_at"] = rfc3339(previous.last_commit_created_at)
-        run_dbt(
-            # models only: generic and unit tests run in CI's dbt build
-            ["build", "--select", MARK_MODELS, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
-            state=context.state,
-            variables=context.dbt_vars(**variables),
-        )
+        context.build_models(MARK_MODELS, **variables)
         phase("models")
         run = context.table("uncommitted_gc_run").first().asDict()
         marked = context.table("uncommitted_gc_marked_addresses")

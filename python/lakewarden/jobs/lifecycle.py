@@ -20,10 +20,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
-from lakewarden.jobs.gc_uncommitted import namespace_key
+from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, namespace_key, rfc3339, start_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
-from lakewarden.project import run_dbt
 from lakewarden.report import Report, default_report_dir, local_path
 from lakewarden.snapshot import source_columns
 
@@ -197,12 +195,7 @@ def mark_lifecycle(
     try:
         write_policy_table(context, policy)
         ledger.record("running")
-        run_dbt(
-            # Models plus the singular safety tests; generic and unit tests run in CI's dbt build.
-            ["build", "--select", MARK_MODELS, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
-            state=context.state,
-            variables=context.dbt_vars(lifecycle_potential_commits=potential_mode, lifecycle_full=full),
-        )
+        context.build_models(MARK_MODELS, lifecycle_potential_commits=potential_mode, lifecycle_full=full)
         figures = _figures(context)
         marked = context.table("lifecycle_marked_addresses")
         totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
