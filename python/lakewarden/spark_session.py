@@ -52,6 +52,12 @@ def spark_conf(state: Path) -> dict[str, str]:
     }
 
 
+def under_spark_submit() -> bool:
+    """True when spark-submit started this process: its launcher hands the Python driver a
+    gateway to the JVM it already configured (PYSPARK_GATEWAY_PORT)."""
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+
+
 def get_or_create(state: Path, *, app_name: str = "lakewarden", master: str | None = None) -> "SparkSession":
     """Return the active session, or start the embedded one with Hive support under ``state``."""
     from pyspark.sql import SparkSession
@@ -59,6 +65,12 @@ def get_or_create(state: Path, *, app_name: str = "lakewarden", master: str | No
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    if under_spark_submit():
+        # The cluster's session: master, warehouse and metastore come from spark-submit,
+        # spark-defaults.conf and hive-site.xml, never from the embedded engine's settings.
+        session = SparkSession.builder.appName(app_name).enableHiveSupport().getOrCreate()
+        session.sparkContext.setLogLevel(os.environ.get("LAKEWARDEN_SPARK_LOG_LEVEL", "FATAL"))
+        return session
     state.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name).enableHiveSupport()
