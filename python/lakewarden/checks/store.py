@@ -218,6 +218,18 @@ def default_db_url(state_dir: Path) -> str:
     return f"sqlite:///{(state_dir / 'checks.sqlite').resolve()}"
 
 
+def normalise_db_url(url: str) -> str:
+    """``postgresql://`` (and libpq's ``postgres://``) mean psycopg 3, the driver lakewarden ships.
+
+    SQLAlchemy's default PostgreSQL driver is psycopg2, which is not installed; an explicit
+    driver (``postgresql+psycopg://``, ``postgresql+psycopg2://``, ...) is left as given.
+    """
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
 def _make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         if ":memory:" in url or url.rstrip("/") in {"sqlite:", "sqlite:"}:
@@ -255,9 +267,9 @@ class Store:
     """All reads and atomic transitions of check executions."""
 
     def __init__(self, url: str, *, clock: Clock = utcnow):
-        self.url = url
+        self.url = normalise_db_url(url)
         self.clock = clock
-        self.engine = _make_engine(url)
+        self.engine = _make_engine(self.url)
         metadata_obj.create_all(self.engine)
 
     def close(self) -> None:
@@ -389,12 +401,18 @@ class Store:
         token_hash = hash_token(token)
         execution_id = uuid.uuid4().hex
         with self._tx() as conn:
+            # FOR UPDATE: on PostgreSQL the row read here (attempt, timeout) must be the row the
+            # UPDATE below changes; without the lock a concurrent retry could move it on in between
+            # and this token would be recorded under a stale attempt. (SQLite: BEGIN IMMEDIATE
+            # already serialises the transaction; SQLAlchemy omits FOR UPDATE there.)
             row = conn.execute(
-                select(executions).where(
+                select(executions)
+                .where(
                     executions.c.repository == repository,
                     executions.c.commit_id == commit_id,
                     executions.c.check_id == check_id,
                 )
+                .with_for_update()
             ).first()
             if row is None:
                 raise NotFound(f"check {check_id!r} has not run for commit {commit_id}", check_id=check_id)

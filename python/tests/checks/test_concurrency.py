@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Callable
 
+import pytest
 import requests
 
-from checks_support import REPO, webhook_actions
+from checks_support import REPO, LiveService, webhook_actions
+
+
+@pytest.fixture
+def service_factory(service_factory: Callable[..., LiveService], store_url: str) -> Callable[..., LiveService]:
+    """Every test here runs twice: the service's store on SQLite, then on PostgreSQL."""
+    return partial(service_factory, db_url=store_url)
 
 
 def test_hundreds_of_concurrent_callbacks_exactly_one_wins(snapshot, receiver, service_factory) -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import random
+import threading
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
+from sqlalchemy import event, select
 
 from lakewarden.checks.config import CheckDefinition
 from lakewarden.checks.errors import ChecksError
 from lakewarden.checks.states import TRANSITIONS, Status, can_transition
-from lakewarden.checks.store import Store, hash_token
+from lakewarden.checks.store import Store, hash_token, metadata_obj, normalise_db_url, tokens
 
 DEF = CheckDefinition(id="c", type="webhook", properties={"url": "http://x"}, source="a.yaml", action_name="a")
 
@@ -23,9 +26,10 @@ class Clock:
         return self.now
 
 
-def test_random_operation_sequences_only_make_allowed_transitions(tmp_path) -> None:
+def test_random_operation_sequences_only_make_allowed_transitions(store_url: str) -> None:
+    """On SQLite and on PostgreSQL (the store_url fixture runs both)."""
     clock = Clock()
-    store = Store(f"sqlite:///{tmp_path / 's.sqlite'}", clock=clock)
+    store = Store(store_url, clock=clock)
     rng = random.Random(7)
     seen: set[tuple[Status, Status]] = set()
     try:
@@ -76,14 +80,40 @@ def test_random_operation_sequences_only_make_allowed_transitions(tmp_path) -> N
         store.close()
 
 
-def test_tokens_are_stored_hashed_only(tmp_path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 's.sqlite'}")
+def test_tokens_are_stored_hashed_only(store_url: str, tmp_path) -> None:
+    store = Store(store_url)
     try:
         _, token = store.start("r", "commit", "main", DEF, timedelta(hours=1))
         assert token and len(token) >= 40
-        raw = (tmp_path / "s.sqlite").read_bytes() + (tmp_path / "s.sqlite-wal").read_bytes()
-        assert token.encode() not in raw
-        assert hash_token(token).encode() in raw
+        with store.engine.connect() as conn:
+            rows = [row for table in metadata_obj.sorted_tables for row in conn.execute(select(table))]
+        values = [str(v) for row in rows for v in row]
+        assert not any(token in v for v in values)
+        assert hash_token(token) in values
+        if store_url.startswith("sqlite"):  # nor anywhere in the database's files
+            raw = (tmp_path / "store.sqlite").read_bytes() + (tmp_path / "store.sqlite-wal").read_bytes()
+            assert token.encode() not in raw
+            assert hash_token(token).encode() in raw
+    finally:
+        store.close()
+
+
+def test_postgresql_urls_use_psycopg_3() -> None:
+    assert normalise_db_url("postgresql://u:p@h:5432/d") == "postgresql+psycopg://u:p@h:5432/d"
+    assert normalise_db_url("postgres://u@h/d") == "postgresql+psycopg://u@h/d"
+    assert normalise_db_url("postgresql+psycopg2://u@h/d") == "postgresql+psycopg2://u@h/d"
+    assert normalise_db_url("sqlite:////tmp/x.sqlite") == "sqlite:////tmp/x.sqlite"
+
+
+def test_store_runs_on_postgresql_by_plain_url(postgres_url: str) -> None:
+    assert postgres_url.startswith("postgresql://")
+    store = Store(postgres_url)
+    try:
+        assert store.engine.dialect.name == "postgresql" and store.engine.dialect.driver == "psycopg"
+        execution, token = store.start("r", "commit", "main", DEF, timedelta(hours=1))
+        assert token is not None
+        assert store.callback("r", "commit", "c", token, Status.SUCCESS, {"k": "v"}).status is Status.SUCCESS
+        assert store.recent_commits()[0]["commit_id"] == "commit"
     finally:
         store.close()
 
@@ -96,3 +126,48 @@ def test_memory_sqlite_is_refused() -> None:
 def test_transition_table_is_closed() -> None:
     assert set(TRANSITIONS) == set(Status)
     assert not TRANSITIONS[Status.SUCCESS]
+
+
+def test_retry_records_the_attempt_it_made_while_another_retry_races(store_url: str) -> None:
+    """A retry that has read the row must not see it moved on before its UPDATE (PostgreSQL).
+
+    Between retry A's read and its UPDATE, retry B (and B's failed start) try to run. Without a row
+    lock on PostgreSQL B finishes in between, A then makes attempt 3 while recording its token as
+    attempt 2; with the lock (and on SQLite, BEGIN IMMEDIATE) B waits and finds A's STARTING.
+    """
+    a, b = Store(store_url), Store(store_url)
+    try:
+        execution, _ = a.start("r", "commit", "main", DEF, timedelta(hours=1))
+        assert a.mark_start_failed(execution.row_id, execution.execution_id, "boom")
+        outcome: list[Any] = []
+
+        def retry_b() -> None:
+            try:
+                retried, _ = b.retry("r", "commit", "c", None)
+                b.mark_start_failed(retried.row_id, retried.execution_id, "boom again")
+                outcome.append(retried.attempt)
+            except ChecksError as e:
+                outcome.append(e)
+
+        racer = threading.Thread(target=retry_b)
+        armed = [True]
+
+        def after_execute(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+            if armed[0] and statement.lstrip().upper().startswith("SELECT") and "check_executions" in statement:
+                armed[0] = False
+                racer.start()
+                racer.join(timeout=2)  # B either completes (no lock) or waits for A's commit
+
+        event.listen(a.engine, "after_cursor_execute", after_execute)
+        mine, token = a.retry("r", "commit", "c", None)
+        racer.join(timeout=60)
+        assert not racer.is_alive()
+        final = a.get("r", "commit", "c")
+        assert final is not None
+        with a.engine.connect() as conn:
+            issued = conn.execute(select(tokens).where(tokens.c.token_hash == hash_token(token))).one()
+        assert issued.attempt == final.attempt == mine.attempt == 2, (issued.attempt, final.attempt, outcome)
+        assert final.status is Status.STARTING and isinstance(outcome[0], ChecksError)
+    finally:
+        a.close()
+        b.close()
