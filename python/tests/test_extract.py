@@ -49,6 +49,7 @@ class FakeLakeFS:
     diffs: dict[str, list[lakefs_sdk.Diff]] = field(default_factory=dict)
     stats: dict[tuple[str, str], lakefs_sdk.ObjectStats] = field(default_factory=dict)
     requests: list[str] = field(default_factory=list)
+    forbidden: str | None = None  # regex over the path after /repositories/{repo}: answered 403
 
     def log(self, ref: str) -> list[lakefs_sdk.Commit]:
         head = next((b.commit_id for b in self.branches + self.tags if b.id == ref), ref)
@@ -98,6 +99,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not match or unquote(match.group(1)) != fake.repo.id:
             return self._send(404, lakefs_sdk.Error(message="repository not found").to_dict())
         rest = match.group(2) or ""
+        if fake.forbidden is not None and re.fullmatch(fake.forbidden, rest):
+            return self._send(403, lakefs_sdk.Error(message="insufficient permissions").to_dict())
         if rest == "":
             return self._send(200, fake.repo.to_dict())
         if rest == "/branches":
@@ -383,6 +386,21 @@ def test_rejected_credentials(
     code, _, err = _extract(capsys, serve(repo.fake), out, tmp_path / "cache")
     _assert_failed_cleanly(code, err, out, "rejected the credentials (401)")
     assert "wrong-secret" not in err
+
+
+@pytest.mark.parametrize("forbidden", ["", r"/refs/[^/]+/commits"], ids=["repository", "commit-log"])
+def test_denied_access(
+    repo: Repo, serve: Any, creds: None, forbidden: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Valid credentials without permission (403): at once, or midway through the commit walk."""
+    repo.fake.forbidden = forbidden
+    out = tmp_path / "snap"
+    code, _, err = _extract(capsys, serve(repo.fake), out, tmp_path / "cache")
+    _assert_failed_cleanly(code, err, out, "denied access (403)")
+    assert "rejected the credentials" not in err
+    assert any(re.fullmatch(r"/api/v1/repositories/[^/]+" + forbidden, path) for path in repo.fake.requests)
+    if forbidden:  # the failure came after the extract had started reading the repository
+        assert f"/api/v1/repositories/{repo.fake.repo.id}" in repo.fake.requests
 
 
 def test_unknown_repository(repo: Repo, serve: Any, creds: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
