@@ -1,0 +1,486 @@
+"""Benchmark: uncommitted GC clean and optimized runs vs. DuckDB's anti-join on the same files.
+
+``python -m lakewarden.bench uncommitted-gc --objects 1000000`` (or ``python -m
+lakewarden.bench.uncommitted_gc``; needs the ``bench`` extra: duckdb)
+
+Writes a synthetic repository snapshot on ``s3://bench-inventory/repo`` (Parquet tables, no
+object files): a chain of commits, each adding one range, that reference 9/10 of N objects (a
+few of those staged instead of committed); and an S3 Inventory report (``manifest.json``,
+``manifest.checksum``, Parquet data files) listing N objects: the referenced ones, one range file
+per range under ``_lakefs/``, and unreferenced ones (1% of them younger than --min-age). Then,
+in one process, times:
+
+1. the clean run: :func:`lakewarden.jobs.gc_uncommitted.mark_uncommitted`, what ``lakewarden gc
+   uncommitted --dry-run --clean --inventory MANIFEST`` runs once the snapshot is loaded
+   (manifest and data-file checks, the dbt models, report, outputs, run history);
+2. DuckDB on the same Parquet files: storage inventory (inside the namespace, not ``_lakefs/``)
+   minus every range entry's and staged entry's address minus objects younger than 24h;
+3. 1% churn two days later (new commits referencing new objects, new abandoned uploads, a new
+   inventory report), then the optimized run (it finds the clean run in the run history), DuckDB
+   again, and a clean run at the same moment.
+
+Prints times, the ratios clean/DuckDB (target <= 3x) and optimized/clean (target <= 20%), and
+checks that every run marked what DuckDB counts and the generator expects (exit 1 if not).
+Figures, not a test. Loading a snapshot into the warehouse is printed apart: every job pays it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import resource
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakewarden.jobs.common import JobContext, new_run_id
+from lakewarden.jobs.gc_uncommitted import JOB, UncommittedGcResult, mark_uncommitted
+from lakewarden.snapshot import LoadedSnapshot, arrow_schemas, load_snapshot
+from lakewarden.spark_session import get_or_create
+
+BUCKET = "bench-inventory"
+NAMESPACE = f"s3://{BUCKET}/repo"
+PREFIX = "repo/"  # the namespace's key prefix in the bucket
+CONFIG = "inventory-config"  # data files live under <BUCKET>/<CONFIG>/data/ in the destination
+END = datetime(2026, 1, 1, tzinfo=timezone.utc)  # the clean run's clock
+CHURN_AFTER = timedelta(days=2)  # the optimized run's clock is END + this
+MIN_AGE = timedelta(hours=24)
+REPORT_AGE = timedelta(minutes=10)  # an inventory report is this old when a run reads it
+US = 1_000_000
+CHUNK = 1_000_000  # rows per Parquet row group batch / inventory data file
+SCHEMAS = arrow_schemas()
+INVENTORY_SCHEMA = pa.schema(
+    [
+        ("bucket", pa.string()),
+        ("key", pa.string()),
+        ("size", pa.int64()),
+        ("last_modified_date", pa.timestamp("ms", tz="UTC")),
+        ("e_tag", pa.string()),
+        ("storage_class", pa.string()),
+    ]
+)
+FILE_SCHEMA = (
+    "message s3.inventory { required binary bucket (STRING); required binary key (STRING); optional int64 size; "
+    "optional int64 last_modified_date (TIMESTAMP(MILLIS,true)); optional binary e_tag (STRING); "
+    "optional binary storage_class (STRING);}"
+)
+
+# -- synthetic objects: ids -> addresses, sizes, write times (vectorised, no per-row Python) -----
+
+
+@dataclass(frozen=True)
+class Group:
+    """Objects ``first..stop-1``, each written up to ``spread`` seconds (2^k - 1) before ``newest``."""
+
+    first: int
+    stop: int
+    newest: datetime
+    spread: int
+
+    def __len__(self) -> int:
+        return self.stop - self.first
+
+    def chunks(self) -> Iterator[pa.Array]:
+        for start in range(self.first, self.stop, CHUNK):
+            yield pa.array(range(start, min(start + CHUNK, self.stop)), pa.int64())
+
+    def written(self, ids: pa.Array) -> pa.Array:
+        offsets = pc.multiply(_hash(ids, self.spread), US)
+        return pc.cast(pc.subtract(pa.scalar(int(self.newest.timestamp()) * US, pa.int64()), offsets), pa.timestamp("us", tz="UTC"))
+
+
+@dataclass(frozen=True)
+class Commit:
+    number: int
+    created_at: datetime
+    objects: Group  # the entries of the one range this commit adds
+
+    @property
+    def commit_id(self) -> str:
+        return f"c{self.number:06d}"
+
+    @property
+    def range_id(self) -> str:
+        return f"r{self.number:06d}"
+
+
+def _hash(ids: pa.Array, mask: int) -> pa.Array:
+    """A deterministic pseudo-random 0..mask per id (mask = 2^k - 1)."""
+    return pc.bit_wise_and(pc.multiply(ids, 2654435761), mask)
+
+
+def _addresses(ids: pa.Array) -> pa.Array:
+    """RELATIVE addresses, lakeFS-like: ``data/<shard>/<id>``."""
+    shard = pc.utf8_lpad(pc.cast(_hash(ids, 4095), pa.string()), 4, "0")
+    return pc.binary_join_element_wise("data", shard, pc.utf8_lpad(pc.cast(ids, pa.string()), 12, "0"), "/")
+
+
+def _sizes(ids: pa.Array) -> pa.Array:
+    return pc.add(_hash(ids, 1023), 1024)
+
+
+def _chain(first_id: int, count: int, range_entries: int, start: datetime, end: datetime, first_number: int) -> list[Commit]:
+    """Commits spread over (start, end], each adding one range of up to ``range_entries`` new objects
+    written in the 17 minutes before it."""
+    ranges = max(1, math.ceil(count / range_entries))
+    step = (end - start) / ranges
+    stop_id = first_id + count
+    commits = []
+    for index in range(ranges):
+        stop = min(first_id + range_entries, stop_id)
+        created = start + step * (index + 1)
+        commits.append(Commit(first_number + index, created, Group(first_id, stop, created, 1023)))
+        first_id = stop
+    return commits
+
+
+# -- snapshot tables ------------------------------------------------------------------------------
+
+
+def _write(path: Path, name: str, columns: dict[str, object]) -> None:
+    pq.write_table(pa.table(columns, schema=SCHEMAS[name]), path)
+
+
+def write_snapshot(directory: Path, commits: list[Commit], staged: Group, reuse: tuple[list[Path], int] = ([], 0)) -> tuple[list[Path], int]:
+    """The snapshot of a main branch whose chain is ``commits``. ranges.parquet is a folder: the
+    parts of ``reuse`` (an earlier snapshot's, hard-linked: ranges are immutable), which hold the
+    ranges of the first ``reuse[1]`` commits, plus one new part for the rest. Returns the parts
+    and how many commits they cover, for the next snapshot."""
+    range_files, covered = reuse
+    directory.mkdir(parents=True)
+    (directory / "repository.json").write_text(
+        json.dumps({"repository_id": "bench-repo", "storage_namespace": NAMESPACE, "default_branch": "main"})
+    )
+    ranges_dir = directory / "ranges.parquet"
+    ranges_dir.mkdir()
+    parts = []
+    for path in range_files:
+        os.link(path, ranges_dir / path.name)
+        parts.append(ranges_dir / path.name)
+    new = commits[covered:]
+    if new:
+        part = ranges_dir / f"part-{len(range_files):05d}.parquet"
+        with pq.ParquetWriter(part, SCHEMAS["ranges"]) as writer:
+            batch: list[pa.Table] = []
+            rows = 0
+            for commit in new:
+                for ids in commit.objects.chunks():
+                    n = len(ids)
+                    batch.append(
+                        pa.table(
+                            {
+                                "range_id": pa.repeat(commit.range_id, n),
+                                "key": pc.binary_join_element_wise("tables/part", pc.cast(ids, pa.string()), "-"),
+                                "address": _addresses(ids),
+                                "address_type": pa.repeat("RELATIVE", n),
+                                "last_modified": commit.objects.written(ids),
+                                "size": _sizes(ids),
+                                "etag": pc.cast(ids, pa.string()),
+                            },
+                            schema=SCHEMAS["ranges"],
+                        )
+                    )
+                    rows += n
+                    if rows >= CHUNK:
+                        writer.write_table(pa.concat_tables(batch))
+                        batch, rows = [], 0
+            if batch:
+                writer.write_table(pa.concat_tables(batch))
+        parts.append(part)
+    _write(
+        directory / "commits.parquet",
+        "commits",
+        {
+            "commit_id": [c.commit_id for c in commits],
+            "parents": [[commits[i - 1].commit_id] if i else [] for i in range(len(commits))],
+            "creation_date": [c.created_at for c in commits],
+            "meta_range_id": [f"m{c.number:06d}" for c in commits],
+            "committer": ["bench"] * len(commits),
+            "message": [f"add range {c.range_id}" for c in commits],
+            "version": [1] * len(commits),
+        },
+    )
+    metaranges = [(f"m{c.number:06d}", commits[i].range_id) for c in commits for i in range(c.number + 1)]
+    _write(directory / "metaranges.parquet", "metaranges", {"meta_range_id": [m for m, _ in metaranges], "range_id": [r for _, r in metaranges]})
+    _write(directory / "branches.parquet", "branches", {"branch_id": ["main"], "commit_id": [commits[-1].commit_id], "hidden": [False]})
+    _write(directory / "tags.parquet", "tags", {"tag_id": [], "commit_id": []})
+    ids = pa.array(range(staged.first, staged.stop), pa.int64())
+    _write(
+        directory / "staged.parquet",
+        "staged",
+        {
+            "branch_id": pa.repeat("main", len(ids)),
+            "key": pc.binary_join_element_wise("staged/part", pc.cast(ids, pa.string()), "-"),
+            "address": _addresses(ids),
+            "address_type": pa.repeat("RELATIVE", len(ids)),
+            "last_modified": staged.written(ids),
+        },
+    )
+    return parts, len(commits)
+
+
+# -- S3 Inventory report ------------------------------------------------------------------------------
+
+
+def write_inventory_files(root: Path, groups: list[Group], lakefs: list[Commit], first_part: int) -> list[dict]:
+    """Data files (Parquet, <= CHUNK rows each) listing ``groups`` and the range files of ``lakefs``
+    under ``root`` as the destination bucket holds them; returns their manifest entries."""
+    data = root / BUCKET / CONFIG / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    entries = []
+
+    def tables() -> Iterator[pa.Table]:
+        for group in groups:
+            for ids in group.chunks():
+                n = len(ids)
+                yield pa.table(
+                    {
+                        "bucket": pa.repeat(BUCKET, n),
+                        "key": pc.binary_join_element_wise(PREFIX.rstrip("/"), _addresses(ids), "/"),
+                        "size": _sizes(ids),
+                        "last_modified_date": pc.cast(group.written(ids), pa.timestamp("ms", tz="UTC")),
+                        "e_tag": pc.cast(ids, pa.string()),
+                        "storage_class": pa.repeat("STANDARD", n),
+                    },
+                    schema=INVENTORY_SCHEMA,
+                )
+        if lakefs:
+            yield pa.table(
+                {
+                    "bucket": [BUCKET] * len(lakefs),
+                    "key": [f"{PREFIX}_lakefs/{c.range_id}" for c in lakefs],
+                    "size": [65536] * len(lakefs),
+                    "last_modified_date": [c.created_at for c in lakefs],
+                    "e_tag": [c.range_id for c in lakefs],
+                    "storage_class": ["STANDARD"] * len(lakefs),
+                },
+                schema=INVENTORY_SCHEMA,
+            )
+
+    def flush(batch: list[pa.Table]) -> None:
+        path = data / f"part-{first_part + len(entries):05d}.parquet"
+        pq.write_table(pa.concat_tables(batch), path)
+        body = path.read_bytes()
+        entries.append({"key": str(path.relative_to(root)), "size": len(body), "MD5checksum": hashlib.md5(body).hexdigest()})
+
+    batch: list[pa.Table] = []
+    rows = 0
+    for table in tables():
+        batch.append(table)
+        rows += table.num_rows
+        if rows >= CHUNK:
+            flush(batch)
+            batch, rows = [], 0
+    if batch:
+        flush(batch)
+    return entries
+
+
+def write_manifest(root: Path, files: list[dict], created_at: datetime) -> Path:
+    directory = root / BUCKET / CONFIG / created_at.strftime("%Y-%m-%dT%H-%MZ")
+    directory.mkdir(parents=True)
+    body = json.dumps(
+        {
+            "sourceBucket": BUCKET,
+            "destinationBucket": f"arn:aws:s3:::{BUCKET}-inventory",
+            "version": "2016-11-30",
+            "creationTimestamp": str(int(created_at.timestamp() * 1000)),
+            "fileFormat": "Parquet",
+            "fileSchema": FILE_SCHEMA,
+            "files": files,
+        },
+        indent=1,
+    ).encode()
+    (directory / "manifest.json").write_bytes(body)
+    (directory / "manifest.checksum").write_text(hashlib.md5(body).hexdigest() + "\n")
+    return directory / "manifest.json"
+
+
+# -- measurements -------------------------------------------------------------------------------------
+
+
+def duckdb_marked(snapshot: Path, root: Path, manifest: Path, now: datetime) -> tuple[int, int, float]:
+    """(count, bytes, seconds) of DuckDB's storage inventory - referenced - too young."""
+    import duckdb
+
+    files = [str(root / entry["key"]) for entry in json.loads(manifest.read_text())["files"]]
+    threshold = (now - MIN_AGE).isoformat()
+    physical = f"case when address_type = 'FULL' then address else '{NAMESPACE}/' || address end"
+    query = f"""
+        with referenced as (
+            select {physical} as physical_address from read_parquet('{snapshot}/ranges.parquet/*.parquet')
+            union all
+            select {physical} from read_parquet('{snapshot}/staged.parquet')
+        ),
+        storage as (
+            select 's3://{BUCKET}/' || key as physical_address, size
+            from read_parquet({files!r})
+            where starts_with(key, '{PREFIX}') and not starts_with(key, '{PREFIX}_lakefs/')
+                and last_modified_date <= timestamptz '{threshold}'
+        )
+        select count(*), coalesce(sum(size), 0) from storage anti join referenced using (physical_address)
+    """
+    connection = duckdb.connect()
+    started = time.perf_counter()
+    count, size = connection.execute(query).fetchone()
+    seconds = time.perf_counter() - started
+    connection.close()
+    return int(count), int(size), seconds
+
+
+def marked_outside(report: Path, reference: Path) -> int:
+    """Addresses ``report`` marked that ``reference`` did not (an optimized run vs. a clean one)."""
+    import duckdb
+
+    with duckdb.connect() as connection:
+        row = connection.execute(
+            f"select count(*) from read_csv('{report}/addresses.csv', all_varchar = true) as o "
+            f"anti join read_csv('{reference}/addresses.csv', all_varchar = true) as c using (physical_address)"
+        ).fetchone()
+    return int(row[0])
+
+
+def timed_mark(spark, state: Path, snapshot: LoadedSnapshot, manifest: Path, now: datetime, *, clean: bool, report: Path) -> tuple[UncommittedGcResult, float]:
+    context = JobContext(job=JOB, run_id=new_run_id(JOB), now=now, dry_run=True, state=state, spark=spark, snapshot=snapshot)
+    started = time.perf_counter()
+    result = mark_uncommitted(context, manifest=str(manifest), min_age=MIN_AGE, clean=clean, report_dir=report)
+    return result, time.perf_counter() - started
+
+
+def _phases(result: UncommittedGcResult, seconds: float) -> str:
+    """Where a run's time went (the runner's phase_seconds; "other": checks, run history)."""
+    phases = dict(result.run.get("phase_seconds") or {})
+    phases["other"] = seconds - sum(phases.values())
+    return "  = " + ", ".join(f"{name.replace('_', ' ')} {value:.1f} s" for name, value in phases.items())
+
+
+def _timed_load(spark, directory: Path) -> tuple[LoadedSnapshot, float]:
+    started = time.perf_counter()
+    snapshot = load_snapshot(spark, directory)
+    return snapshot, time.perf_counter() - started
+
+
+def _check(label: str, runner: int, duck: int, expected: int) -> bool:
+    ok = runner == duck == expected
+    print(f"  marked: {label} {runner:,d}, DuckDB {duck:,d}, expected {expected:,d}  {'OK' if ok else 'MISMATCH'}")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lakewarden.bench.uncommitted_gc", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--objects", type=int, default=1_000_000, help="objects the inventory lists (default 1M); 9/10 are referenced")
+    parser.add_argument("--range-entries", type=int, default=20_000, help="entries per range (default 20000): one range per commit")
+    parser.add_argument("--workdir", type=Path, help="keep data here (default: a temporary directory, removed afterwards)")
+    args = parser.parse_args(argv)
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        parser.error("needs duckdb: pip install --constraint constraints.txt -e '.[bench]'")
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakewarden-bench-uc-"))
+    try:
+        return _run(args.objects, args.range_entries, workdir.resolve())
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run(objects: int, range_entries: int, workdir: Path) -> int:
+    # -- the repository and the inventory at the clean run ----------------------------------------
+    started = time.perf_counter()
+    referenced = objects * 9 // 10
+    staged_count = max(1, referenced // 1000)
+    committed = referenced - staged_count
+    commits = _chain(0, committed, range_entries, END - timedelta(days=90), END - timedelta(hours=2), 0)
+    staged = Group(committed, referenced, END - timedelta(days=2), 1023)
+    unreferenced = objects - referenced - len(commits)  # the range files under _lakefs/ are listed too
+    young = unreferenced // 100
+    old_uploads = Group(referenced, referenced + unreferenced - young, END - timedelta(hours=25), (1 << 22) - 1)
+    young_uploads = Group(old_uploads.stop, old_uploads.stop + young, END - REPORT_AGE, (1 << 16) - 1)  # < 18.3h old
+    snapshot1 = workdir / "snapshot-1"
+    inventory = workdir / "inventory"
+    range_parts = write_snapshot(snapshot1, commits, staged)
+    files1 = write_inventory_files(inventory, [*(c.objects for c in commits), staged, old_uploads, young_uploads], commits, 0)
+    manifest1 = write_manifest(inventory, files1, END - REPORT_AGE)
+    generated = time.perf_counter() - started
+    listed = referenced + len(commits) + unreferenced
+
+    state = workdir / "state"
+    spark = get_or_create(state, app_name="lakewarden-bench")
+    print(f"objects in the inventory     {listed:>14,d}   ({referenced:,d} referenced: {staged_count:,d} of them staged; "
+          f"{len(commits):,d} range files under _lakefs/; {unreferenced:,d} unreferenced, {young:,d} younger than 24h)")
+    print(f"commits / ranges             {len(commits):>14,d}   ({range_entries:,d} entries a range)")
+    print(f"generate (not counted)       {generated:>12.1f} s", flush=True)
+
+    snapshot, load1 = _timed_load(spark, snapshot1)
+    clean, clean_seconds = timed_mark(spark, state, snapshot, manifest1, END, clean=True, report=workdir / "report-clean")
+    duck_count, duck_bytes, duck_seconds = duckdb_marked(snapshot1, inventory, manifest1, END)
+    print(f"load snapshot (ingest)       {load1:>12.1f} s")
+    print(f"clean run (dry run, mark)    {clean_seconds:>12.1f} s   {listed / clean_seconds:>12,.0f} inventory rows/s")
+    print(_phases(clean, clean_seconds))
+    print(f"DuckDB anti-join             {duck_seconds:>12.1f} s   {listed / duck_seconds:>12,.0f} inventory rows/s")
+    print(f"ratio clean / DuckDB         {clean_seconds / duck_seconds:>12.2f} x  (target <= 3x; with the snapshot load "
+          f"{(clean_seconds + load1) / duck_seconds:.2f} x)")
+    ok = _check("clean", clean.num_marked, duck_count, len(old_uploads))
+    ok &= clean.bytes_marked == duck_bytes
+
+    # -- 1% churn: new commits and new uploads, two days later -------------------------------------
+    started = time.perf_counter()
+    now2 = END + CHURN_AFTER
+    churn = objects // 100
+    new_committed = churn * 9 // 10
+    first_new = young_uploads.stop
+    new_commits = _chain(first_new, new_committed, range_entries, END + timedelta(hours=4), now2 - timedelta(hours=8), len(commits))
+    new_old = Group(first_new + new_committed, first_new + new_committed + (churn - new_committed) // 2, END + timedelta(hours=3), 4095)
+    new_young = Group(new_old.stop, first_new + churn, now2 - REPORT_AGE, (1 << 16) - 1)
+    snapshot2 = workdir / "snapshot-2"
+    write_snapshot(snapshot2, commits + new_commits, staged, range_parts)
+    files2 = files1 + write_inventory_files(inventory, [*(c.objects for c in new_commits), new_old, new_young], new_commits, len(files1))
+    manifest2 = write_manifest(inventory, files2, now2 - REPORT_AGE)
+    churned = time.perf_counter() - started
+    expected2 = len(old_uploads) + len(young_uploads) + len(new_old)
+    print(f"churn: +{churn + len(new_commits):,d} objects ({new_committed:,d} in {len(new_commits)} new commits, "
+          f"{churn - new_committed:,d} unreferenced, {len(new_commits)} range files), {churned:.1f} s (not counted)", flush=True)
+
+    snapshot, load2 = _timed_load(spark, snapshot2)
+    optimized, optimized_seconds = timed_mark(spark, state, snapshot, manifest2, now2, clean=False, report=workdir / "report-optimized")
+    run = optimized.run
+    print(f"load snapshot 2 (ingest)     {load2:>12.1f} s")
+    print(f"optimized run ({optimized.run_mode:>9})    {optimized_seconds:>12.1f} s   ({run.get('newly_read_ranges')} of "
+          f"{run.get('listed_ranges')} ranges read, {run.get('from_previous_inventory'):,d} from the previous uncommitted inventory, "
+          f"{run.get('created_since_previous_run'):,d} written since)")
+    print(_phases(optimized, optimized_seconds))
+    print(f"ratio optimized / clean      {optimized_seconds / clean_seconds:>12.1%}   (target <= 20%)")
+    clean2, clean2_seconds = timed_mark(spark, state, snapshot, manifest2, now2, clean=True, report=workdir / "report-clean-2")
+    duck2_count, duck2_bytes, duck2_seconds = duckdb_marked(snapshot2, inventory, manifest2, now2)
+    print(f"clean run, same moment       {clean2_seconds:>12.1f} s   (optimized / this: {optimized_seconds / clean2_seconds:.1%})")
+    print(_phases(clean2, clean2_seconds))
+    print(f"DuckDB anti-join, churned    {duck2_seconds:>12.1f} s   (clean / DuckDB: {clean2_seconds / duck2_seconds:.2f} x)")
+    ok &= _check("optimized", optimized.num_marked, duck2_count, expected2)
+    ok &= _check("clean", clean2.num_marked, duck2_count, expected2)
+    ok &= optimized.bytes_marked == clean2.bytes_marked == duck2_bytes
+    outside = marked_outside(optimized.report.directory, clean2.report.directory)
+    ok &= outside == 0 and optimized.run_mode == "optimized"
+    print(f"  optimized marks outside the clean run's: {outside}  {'OK' if outside == 0 else 'NOT A SUBSET'}")
+
+    python_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()  # noqa: SLF001 - measurement only
+    print(f"driver: python peak RSS {python_peak_mb:.0f} MB, JVM heap in use {(runtime.totalMemory() - runtime.freeMemory()) / 2**20:.0f} MB")
+    print("results: " + ("OK" if ok else "MISMATCH (see above)"))
+    spark.stop()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
