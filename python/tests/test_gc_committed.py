@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from lakewarden.cli import main
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from oracles import Snapshot, committed_gc_active, committed_gc_marked, local_file
+from test_commit_graph import MAIN_AND_FEATURE, MAIN_ONLY
 
 pytestmark = pytest.mark.spark
 
@@ -193,30 +194,15 @@ def test_plain_dbt_build_passes_including_python_models_and_unit_tests(spark, te
 
 EXAMPLE_NOW = "2024-03-31T00:00:00Z"
 
-# Design example 1 (main only): c1 .. c5, GC on 2024-03-31 with 7 days -> threshold 2024-03-24;
-# c3 was HEAD at the threshold, so c3, c4, c5 stay active.
-EXAMPLE_1_COMMITS = {
-    "c1": ([], "2024-03-01"),
-    "c2": (["c1"], "2024-03-10"),
-    "c3": (["c2"], "2024-03-20"),
-    "c4": (["c3"], "2024-03-25"),
-    "c5": (["c4"], "2024-03-30"),
-}
+# The design's examples, as test_commit_graph states them (one definition of the histories).
+# Example 1 (main only), GC on 2024-03-31 with 7 days -> threshold 2024-03-24: c3 was HEAD at
+# the threshold, so c3, c4, c5 stay active. Example 2: main m1-m2-m3 (7 days), feature forked at
+# m2, f1-f2-f3 (3 days), and a deleted branch forked at m2 that left C-D behind: D is dangling
+# (nobody's first parent, no HEAD), so it gets a dummy child at its own instant with the
+# default retention.
+EXAMPLE_1_COMMITS = MAIN_ONLY
 EXAMPLE_1_BRANCHES = {"main": "c5"}
-
-# Design example 2: main m1-m2-m3 (7 days), feature forked at m2, f1-f2-f3 (3 days), and a
-# deleted branch forked at m2 that left C-D behind: D is dangling (nobody's first parent, no
-# HEAD), so it gets a dummy child at its own instant with the default retention.
-EXAMPLE_2_COMMITS = {
-    "m1": ([], "2024-03-01"),
-    "m2": (["m1"], "2024-03-20"),
-    "f1": (["m2"], "2024-03-22"),
-    "m3": (["m2"], "2024-03-26"),
-    "C": (["m2"], "2024-03-26"),
-    "D": (["C"], "2024-03-27"),
-    "f2": (["f1"], "2024-03-27"),
-    "f3": (["f2"], "2024-03-29"),
-}
+EXAMPLE_2_COMMITS = MAIN_AND_FEATURE
 EXAMPLE_2_BRANCHES = {"main": "m3", "feature": "f3"}
 
 
