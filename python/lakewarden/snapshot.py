@@ -69,6 +69,11 @@ def source_columns(source_name: str = "lakefs") -> dict[str, list[tuple[str, str
     raise KeyError(source_name)
 
 
+def source_ddl(source_name: str, table: str) -> str:
+    """``"col type, ..."`` of a source table as declared in models/sources.yml, for Spark writers."""
+    return ", ".join(f"{name} {kind}" for name, kind in source_columns(source_name)[table])
+
+
 _ARROW_TYPES = {
     "string": pa.string(),
     "array<string>": pa.list_(pa.string()),

@@ -65,23 +65,20 @@ def get_or_create(state: Path, *, app_name: str = "lakewarden", master: str | No
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    if under_spark_submit():
-        # The cluster's session: master, warehouse and metastore come from spark-submit,
-        # spark-defaults.conf and hive-site.xml, never from the embedded engine's settings.
-        session = SparkSession.builder.appName(app_name).enableHiveSupport().getOrCreate()
-        session.sparkContext.setLogLevel(os.environ.get("LAKEWARDEN_SPARK_LOG_LEVEL", "FATAL"))
-        return session
-    state.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name).enableHiveSupport()
-    master = master or os.environ.get("LAKEWARDEN_SPARK_MASTER", "local[*]")
-    builder = builder.master(master)
-    if master.startswith("local"):
-        # Python workers must import lakewarden: run them with this interpreter (the venv's),
-        # not whatever python3 is first on PATH (SparkContext reads PYSPARK_PYTHON).
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    for key, value in spark_conf(state).items():
-        builder = builder.config(key, value)
+    # Under spark-submit the cluster's session: master, warehouse and metastore come from
+    # spark-submit, spark-defaults.conf and hive-site.xml, never from the embedded settings.
+    if not under_spark_submit():
+        state.mkdir(parents=True, exist_ok=True)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        master = master or os.environ.get("LAKEWARDEN_SPARK_MASTER", "local[*]")
+        builder = builder.master(master)
+        if master.startswith("local"):
+            # Python workers must import lakewarden: run them with this interpreter (the venv's),
+            # not whatever python3 is first on PATH (SparkContext reads PYSPARK_PYTHON).
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        for key, value in spark_conf(state).items():
+            builder = builder.config(key, value)
     session = builder.getOrCreate()
     # Spark logs failed tasks (e.g. a malformed snapshot line) as ERROR with JVM stack traces;
     # lakewarden reports those errors itself in one line, so only FATAL goes to the terminal.

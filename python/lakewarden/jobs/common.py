@@ -101,6 +101,10 @@ class JobContext:
     def table(self, name: str):
         return self.spark.table(f"{MODEL_SCHEMA}.{name}")
 
+    def branch_ids(self) -> list[str]:
+        """The snapshot's branch names (a rule naming another branch is worth a warning)."""
+        return [row[0] for row in self.spark.table(f"{SNAPSHOT_SCHEMA}.branches").select("branch_id").collect()]
+
     def build_models(self, selection: str, **variables: object) -> None:
         """``dbt build`` of a job's models with this run's variables, plus the singular safety
         tests whose parents are all among them (cautious selection: another job's safety test

@@ -12,6 +12,7 @@ from pathlib import Path
 from lakewarden.gc_rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
 from lakewarden.report import Report, default_report_dir, local_path, write_single_csv
+from lakewarden.snapshot import source_ddl
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +69,11 @@ def run_committed(args: argparse.Namespace) -> int:
 
 
 def write_rules_table(context: JobContext, rules: GcRules | None) -> None:
-    branches = [r[0] for r in context.spark.table(f"{SNAPSHOT_SCHEMA}.branches").select("branch_id").collect()]
     if rules is not None:
-        for branch_id in rules.unknown_branches(branches):
+        for branch_id in rules.unknown_branches(context.branch_ids()):
             log.warning("GC rules: branch %r does not exist in the repository; its rule is ignored", branch_id)
     rows = rules.rows() if rules is not None else []
-    frame = context.spark.createDataFrame(rows, "branch_id string, retention_days int")
+    frame = context.spark.createDataFrame(rows, source_ddl("lakewarden", "gc_rules"))
     frame.write.mode("overwrite").format("parquet").saveAsTable(f"{SNAPSHOT_SCHEMA}.gc_rules")
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, namespace_key, rfc3339, start_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.report import Report, default_report_dir, local_path
-from lakewarden.snapshot import source_columns
+from lakewarden.snapshot import source_columns, source_ddl
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,8 @@ class RunLedger:
         self.context = context
         self.potential_mode = potential_mode
         self.full = full
-        self.columns = source_columns("lakewarden")["lifecycle_run_events"]
+        self.columns = [name for name, _ in source_columns("lakewarden")["lifecycle_run_events"]]
+        self.ddl = source_ddl("lakewarden", "lifecycle_run_events")
 
     def record(
         self,
@@ -122,9 +123,8 @@ class RunLedger:
         error: str | None = None,
     ) -> None:
         spark = self.context.spark
-        ddl = ", ".join(f"{name} {kind}" for name, kind in self.columns)
         spark.sql(f"create database if not exists {SNAPSHOT_SCHEMA}")
-        spark.sql(f"create table if not exists {EVENTS_TABLE} ({ddl}) using parquet")
+        spark.sql(f"create table if not exists {EVENTS_TABLE} ({self.ddl}) using parquet")
         repository = self.context.snapshot.repository
         values = {
             "run_id": self.context.run_id,
@@ -141,18 +141,16 @@ class RunLedger:
             "num_failed": num_failed,
             "error": error,
         }
-        row = tuple(values[name] for name, _ in self.columns)
-        spark.createDataFrame([row], ddl).write.insertInto(EVENTS_TABLE)
+        row = tuple(values[name] for name in self.columns)
+        spark.createDataFrame([row], self.ddl).write.insertInto(EVENTS_TABLE)
 
 
 def write_policy_table(context: JobContext, policy: LifecyclePolicy) -> None:
     """This run's policy as the ``lifecycle_policy_rules`` source table; warn about branch_days
     naming branches the repository does not have (a rule for a deleted branch is harmless)."""
-    branches = [row[0] for row in context.spark.table(f"{SNAPSHOT_SCHEMA}.branches").select("branch_id").collect()]
-    for rule_id, branch_id in policy.unknown_branches(branches):
+    for rule_id, branch_id in policy.unknown_branches(context.branch_ids()):
         log.warning("lifecycle policy: rule %r: branch_days names branch %r, which does not exist; ignored", rule_id, branch_id)
-    ddl = ", ".join(f"{name} {kind}" for name, kind in source_columns("lakewarden")["lifecycle_policy_rules"])
-    frame = context.spark.createDataFrame(policy.rows(), ddl)
+    frame = context.spark.createDataFrame(policy.rows(), source_ddl("lakewarden", "lifecycle_policy_rules"))
     frame.write.mode("overwrite").format("parquet").saveAsTable(RULES_TABLE)
 
 
