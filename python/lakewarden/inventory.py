@@ -290,6 +290,7 @@ def _hidden(relative: "Column") -> "Column":
         slashed = F.regexp_replace(reading, r"\\", "/")
         conditions += [
             F.lower(slashed).rlike(r"^[/]*(\./+)*_lakefs(/|$)"),
+            F.lower(slashed).rlike(r"^[/]*(\./+)*dummy/*$"),  # lakeFS's marker object at the root
             slashed.rlike(r"(^|/)\.\.?(/|$)"),
             F.regexp_replace(slashed, "/", "") == "",
         ]
