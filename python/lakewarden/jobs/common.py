@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.snapshot import LoadedSnapshot, load_snapshot
+from lakewarden.blockstore import blockstore_root
+from lakewarden.snapshot import LoadedSnapshot, load_snapshot, read_repository
 from lakewarden.spark_session import get_or_create, state_dir
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -93,6 +94,8 @@ class JobContext:
     snapshot: LoadedSnapshot
     #: lakeFS's own GC answer kept with the snapshot by extract (None when there is none)
     lakefs_kept: LakeFSKept | None = None
+    #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
+    local_blockstore: str | None = None
 
     @property
     def storage_namespace(self) -> str:
@@ -160,6 +163,7 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
     state = state_dir(args.state)
     snapshot_dir = resolve_snapshot(args, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark starts
+    root = blockstore_root(read_repository(snapshot_dir).storage_namespace, getattr(args, "local_blockstore", None))
     spark = get_or_create(state)
     snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA)
     if snapshot.newest_commit_epoch is not None and snapshot.newest_commit_epoch > now.timestamp():
@@ -178,4 +182,5 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         spark=spark,
         snapshot=snapshot,
         lakefs_kept=lakefs_kept,
+        local_blockstore=None if root is None else str(root),
     )

@@ -230,7 +230,10 @@ def mark_uncommitted(
     # and a snapshot that lacks a commit lakeFS's own GC keeps marks nothing (exit 1).
     context.check_lakefs_holds()
     observed_at = datetime.now(timezone.utc)
-    storage = storage_inventory(spark, repository.storage_namespace, manifest, s3_options=options, work_dir=None)
+    storage = storage_inventory(
+        spark, repository.storage_namespace, manifest, s3_options=options, work_dir=None,
+        local_blockstore=context.local_blockstore,
+    )
     if manifest:
         observed_at = _parse_manifest_time(manifest, options) or observed_at
     previous, mode_reason = (None, "--clean") if clean else find_previous_run(context, key)
@@ -247,6 +250,7 @@ def mark_uncommitted(
         now=rfc3339(context.now),
         repository_id=repository.repository_id,
         storage_namespace=repository.storage_namespace,
+        local_blockstore=context.local_blockstore,  # the sweep's way to a local:// namespace
         run_mode=mode,
         run_mode_reason=mode_reason,
         min_age_seconds=int(min_age.total_seconds()),
