@@ -165,7 +165,7 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark starts
     root = blockstore_root(read_repository(snapshot_dir).storage_namespace, getattr(args, "local_blockstore", None))
     spark = get_or_create(state)
-    snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA)
+    snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA, cache_dir=state / "snapshot-cache")
     if snapshot.newest_commit_epoch is not None and snapshot.newest_commit_epoch > now.timestamp():
         newest = datetime.fromtimestamp(snapshot.newest_commit_epoch, timezone.utc)
         raise BadInput(
