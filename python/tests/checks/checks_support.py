@@ -137,6 +137,9 @@ class WebhookReceiver:
         self.mode = "callback"
         self.result: dict[str, Any] = {"status": "SUCCESS", "metadata": {"rows": "3"}}
         self.callback_delay = 0.05
+        #: When set, the executor POSTs this text to the event's output_url before calling back.
+        self.log_text: str | None = None
+        self.log_answers: list[int] = []
         self.received: list[Received] = []
         self.callback_answers: list[int] = []
         self._lock = threading.Lock()
@@ -170,13 +173,26 @@ class WebhookReceiver:
 
     def _call_back(self, event: dict[str, Any]) -> None:
         time.sleep(self.callback_delay)
+        if self.log_text is not None:
+            logged = requests.post(event["output_url"], data=self.log_text.encode(), timeout=10,
+                                   headers={"Content-Type": "text/plain; charset=utf-8"})
+            with self._lock:
+                self.log_answers.append(logged.status_code)
         answer = requests.post(event["callback_url"], json=self.result, timeout=10)
         with self._lock:
             self.callback_answers.append(answer.status_code)
 
-    def events(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [r.body for r in self.received]
+    def events(self, at_least: int = 0, timeout: float = 20) -> list[dict[str, Any]]:
+        """The events received so far, waiting until there are ``at_least`` (triggers return
+        before the executors are called)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if len(self.received) >= at_least:
+                    return [r.body for r in self.received]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"expected {at_least} events, got {len(self.received)}")
+            time.sleep(0.02)
 
     def __enter__(self) -> "WebhookReceiver":
         self._thread.start()
@@ -261,7 +277,7 @@ def start_service(
 ) -> LiveService:
     state_dir.mkdir(parents=True, exist_ok=True)
     cfg = parse_service_config({"api_token": API_TOKEN, **config}, source="test-config", env=env or {})
-    store = Store(f"sqlite:///{state_dir / 'checks.sqlite'}")
+    store = Store(f"sqlite:///{state_dir / 'checks.sqlite'}", max_rejections=cfg.max_rejections)
     service = ChecksService(SnapshotCatalog(snapshot_dir), store, cfg, env=env or {})
     server = ChecksServer(service, host="127.0.0.1", port=0, api_token=cfg.api_token).start()
     from datetime import timedelta
@@ -271,8 +287,8 @@ def start_service(
     return LiveService(server.url, store, service, server, sweeper)
 
 
-def webhook_actions(url: str, checks: list[str], **extra: Any) -> str:
-    """An action file defining webhook checks ``checks`` that all POST to ``url``."""
+def webhook_actions(url: str, checks: list[str], name: str = "branch checks", **extra: Any) -> str:
+    """An action file lakeFS accepts (name, on: pre-merge) defining webhook checks that POST to ``url``."""
     entries = []
     for check in checks:
         entry: dict[str, Any] = {"id": check, "type": "webhook", "properties": {"url": url, **extra.get("properties", {})}}
@@ -281,5 +297,5 @@ def webhook_actions(url: str, checks: list[str], **extra: Any) -> str:
         entries.append(entry)
     import yaml
 
-    return yaml.safe_dump({"name": "branch checks", "on": {"pre-merge": {"branches": ["main"]}}, "checks": entries})
+    return yaml.safe_dump({"name": name, "on": {"pre-merge": {"branches": ["main"]}}, "checks": entries})
 

@@ -187,10 +187,10 @@ def test_airflow3_dag_run_counts_rows_and_calls_back(airflow: str, snapshot, ser
     config = {
         "protected_branches": [{"branch": "main", "mandatory_checks": ["row-count"]}],
         "executors": {
-            "airflow": {"url": airflow, "username": USER, "password": "{{ ENV.LAKEFSACTIONS_AIRFLOW_PASSWORD }}"}
+            "airflow": {"url": airflow, "username": USER, "password": "{{ ENV.LAKEFSACTION_AIRFLOW_PASSWORD }}"}
         },
     }
-    live = service_factory(snapshot.directory, config, env={"LAKEFSACTIONS_AIRFLOW_PASSWORD": PASSWORD})
+    live = service_factory(snapshot.directory, config, env={"LAKEFSACTION_AIRFLOW_PASSWORD": PASSWORD})
 
     for ref in ("feature", "broken"):
         answer = live.trigger(ref)
