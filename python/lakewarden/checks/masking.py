@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import threading
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -57,3 +58,37 @@ class SecretMask:
         if isinstance(value, list):
             return [self.mask_obj(v) for v in value]
         return value
+
+
+_log_masks: list[SecretMask] = []
+_log_lock = threading.Lock()
+
+
+def install_log_masking(mask: SecretMask) -> None:
+    """Mask this service's secrets in every log record of the process, whichever library logs it
+    (urllib3 logs request lines, query strings included, at DEBUG).
+
+    Done at record creation, so every handler (files, journald, pytest's capture) sees only the
+    masked text. The record's message is formatted once and its arguments dropped.
+    """
+    with _log_lock:
+        if any(m is mask for m in _log_masks):
+            return
+        first = not _log_masks
+        _log_masks.append(mask)
+    if not first:
+        return
+    make = logging.getLogRecordFactory()
+
+    def masked_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave the record to logging's own error path
+            return record
+        for m in list(_log_masks):
+            message = m.mask(message) or message
+        record.msg, record.args = message, None
+        return record
+
+    logging.setLogRecordFactory(masked_record)

@@ -22,7 +22,7 @@ from lakewarden.checks.config import CheckDefinition, ServiceConfig, collect_che
 from lakewarden.checks.dag_watch import DagRunWatcher
 from lakewarden.checks.errors import Conflict, NotFound
 from lakewarden.checks.executors import EXECUTORS, ExecutionRequest, prepare_properties
-from lakewarden.checks.masking import SecretMask
+from lakewarden.checks.masking import SecretMask, install_log_masking
 from lakewarden.checks.states import RETRYABLE, Status, parse_callback_status
 from lakewarden.checks.store import Execution, Store
 from lakewarden.checks.templating import render_env
@@ -63,6 +63,7 @@ class ChecksService:
         self.env = env if env is not None else os.environ
         self.public_url = (config.public_url or public_url or "").rstrip("/")
         self.secrets = SecretMask()
+        install_log_masking(self.secrets)
         for endpoint in config.executors.values():
             # Render now: a missing variable stops serve at once, and the values are masked from
             # the first request on.

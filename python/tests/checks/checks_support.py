@@ -236,6 +236,11 @@ class LiveService:
     def retry(self, ref: str, check_id: str) -> requests.Response:
         return requests.post(f"{self.checks_url(ref)}/{check_id}/retry", headers=self.auth(), timeout=30)
 
+    def checks_report(self, ref: str) -> dict[str, Any]:
+        answer = requests.get(self.checks_url(ref), timeout=10)
+        answer.raise_for_status()
+        return dict(answer.json())
+
     def checks(self, ref: str) -> dict[str, dict[str, Any]]:
         answer = requests.get(self.checks_url(ref), timeout=10)
         answer.raise_for_status()
@@ -299,3 +304,50 @@ def webhook_actions(url: str, checks: list[str], name: str = "branch checks", **
 
     return yaml.safe_dump({"name": name, "on": {"pre-merge": {"branches": ["main"]}}, "checks": entries})
 
+
+
+class CapturingServer:
+    """Records every request it gets, whole (headers, query, body), and answers ``status`` with a
+    body that echoes the request: the worst case of an executor that reflects what it was sent."""
+
+    def __init__(self, status: int = 500) -> None:
+        self.status = status
+        self.requests: list[str] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                text = f"{self.command} {self.path}\n{self.headers}\n{raw.decode('utf-8', 'replace')}"
+                with outer._lock:
+                    outer.requests.append(text)
+                payload = ("echo: " + text).encode()
+                self.send_response(outer.status)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = _handle  # noqa: N815
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def all_text(self) -> str:
+        with self._lock:
+            return "\n".join(self.requests)
+
+    def __enter__(self) -> "CapturingServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=5)
