@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import secrets
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -288,6 +289,10 @@ class Store:
         self.clock = clock
         self.max_rejections = max_rejections
         self.engine = _make_engine(self.url)
+        # SQLite allows one writer; contending writers wait in its busy handler, which sleeps in
+        # steps of up to 100 ms, so under hundreds of concurrent callbacks throughput collapses.
+        # Writers of this process queue on a lock instead (other processes still use busy_timeout).
+        self._write_lock: threading.Lock | None = threading.Lock() if self.url.startswith("sqlite") else None
         metadata_obj.create_all(self.engine)
 
     def close(self) -> None:
@@ -295,7 +300,11 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
+        if self._write_lock is None:
+            with self.engine.begin() as conn:
+                yield conn
+            return
+        with self._write_lock, self.engine.begin() as conn:
             yield conn
 
     # -- reads ---------------------------------------------------------------------------------
