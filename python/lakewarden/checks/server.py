@@ -182,7 +182,7 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
 # -- the app ---------------------------------------------------------------------------------------
 
 
-def create_app(service: ChecksService | None, api_token: str | None) -> FastAPI:
+def create_app(service: ChecksService | None, api_token: str | None, *, body_timeout: float = BODY_TIMEOUT) -> FastAPI:
     """The ASGI app; ``service`` may be None only to render the OpenAPI document."""
     app = FastAPI(
         title="lakewarden branch checks",
@@ -192,7 +192,7 @@ def create_app(service: ChecksService | None, api_token: str | None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    app.add_middleware(BodyLimits)
+    app.add_middleware(BodyLimits, timeout=body_timeout)
     app.add_middleware(SecurityHeaders)
 
     def svc() -> ChecksService:
@@ -365,7 +365,15 @@ def openapi_document() -> dict[str, Any]:
 class ChecksServer:
     """uvicorn serving the app; ``url`` is where it listens (the socket is bound on creation)."""
 
-    def __init__(self, service: ChecksService, *, host: str = "127.0.0.1", port: int = 0, api_token: str | None = None):
+    def __init__(
+        self,
+        service: ChecksService,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_token: str | None = None,
+        body_timeout: float = BODY_TIMEOUT,
+    ):
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -379,7 +387,7 @@ class ChecksServer:
         self.url = f"http://{self.host}:{self.port}" if family == socket.AF_INET else f"http://[{self.host}]:{self.port}"
         if not service.public_url:
             service.public_url = self.url
-        self.app = create_app(service, api_token)
+        self.app = create_app(service, api_token, body_timeout=body_timeout)
         config = uvicorn.Config(
             self.app,
             log_level="warning",

@@ -211,3 +211,19 @@ def test_pages_send_a_content_security_policy(snapshot, service_factory) -> None
     page = requests.get(f"{live.url}/ui/repositories/{REPO}/refs/main", timeout=10).text
     assert "<script>" not in page and "<style>" not in page  # nothing inline for the CSP to block
     assert requests.get(f"{live.url}/ui/assets/../server.py", timeout=10).status_code == 404
+
+
+def test_a_slow_client_gets_408_and_holds_nothing(snapshot, service_factory) -> None:
+    snapshot.commit({}, branch="main")
+    live = service_factory(snapshot.write(), body_timeout=1.0)
+    parts = urlsplit(live.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as slow:
+        slow.sendall(b"POST /api/v1/hooks/pre-merge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100\r\n\r\n{")
+        started = time.monotonic()
+        # Meanwhile the service answers others at once.
+        assert requests.get(f"{live.url}/api/v1/healthz", timeout=5).status_code == 200
+        answer = slow.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+        assert b"not received within 1s" in answer
+        assert time.monotonic() - started < 5

@@ -209,3 +209,54 @@ def test_trigger_one_check_by_id(snapshot, receiver, service_factory) -> None:
     assert set(live.checks("main")) == {"two"}
     missing = live.trigger("main", "three")
     assert missing.status_code == 404 and "three" in missing.json()["error"]
+
+
+LAKEFS_ACTION = """\
+name: branch checks
+on:
+  pre-merge:
+    branches: [main]
+hooks:
+  - id: branch_checks_gate
+    type: webhook
+    properties:
+      url: http://127.0.0.1:9/api/v1/hooks/pre-merge
+checks:
+  - id: row-count
+    type: webhook
+    properties:
+      url: {url}
+      headers: {{Authorization: "Bearer {{{{ ENV.LAKEFSACTION_HOOK_SECRET }}}}"}}
+"""
+
+
+def test_a_lakefs_action_file_drives_a_check_to_success_and_the_gate_accepts_lakefs_event(
+    snapshot, receiver, service_factory
+) -> None:
+    """The done-when path: a file written for lakeFS (unquoted ``on:``, LAKEFSACTION_ prefix);
+    STARTING -> EXECUTING -> SUCCESS by the callback token; lakeFS's own pre-merge body."""
+    receiver.mode = "record"
+    action = LAKEFS_ACTION.format(url=receiver.url + "/hook")
+    main = snapshot.commit({"_lakefs_actions/branch-checks.yaml": action}, branch="main")
+    source = snapshot.commit({"_lakefs_actions/branch-checks.yaml": action, "data/a.csv": "x\n1\n"},
+                             parents=[main], branch="feature")
+    snapshot.write()
+    live = service_factory(snapshot.directory, PROTECT_MAIN, env={"LAKEFSACTION_HOOK_SECRET": "s3cr3t"})
+    started = live.trigger("feature").json()["checks"][0]
+    assert started["status"] == "STARTING" and started["pinned_for"] == ["main"]
+    live.wait_for("feature", "row-count", {"EXECUTING"})
+    [received] = receiver.received
+    assert received.headers["Authorization"] == "Bearer s3cr3t"
+    event = received.body
+    url = f"{live.checks_url(event['source_ref'])}/row-count"
+    done = requests.post(url, params={"token": event["callback_token"]}, json={"status": "SUCCESS"}, timeout=10)
+    assert done.status_code == 200 and done.json()["status"] == "SUCCESS"
+    lakefs_event = {  # what lakeFS's webhook hook POSTs for pre-merge (pkg/actions/event.go)
+        "event_type": "pre-merge", "event_time": "2026-11-23T11:00:00Z", "action_name": "branch checks",
+        "hook_id": "branch_checks_gate", "repository_id": REPO, "branch_id": "main", "source_ref": source,
+        "commit_message": "Merge 'feature' into 'main'", "committer": "admin", "commit_metadata": {},
+        "merge_source": "feature",
+    }
+    gate = requests.post(f"{live.url}/api/v1/hooks/pre-merge", json=lakefs_event, timeout=10)
+    assert gate.status_code == 200, gate.text
+    assert gate.json()["allowed"] is True and gate.json()["commit_id"] == source
