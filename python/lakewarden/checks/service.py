@@ -118,7 +118,10 @@ class ChecksService:
                         except NotFound:
                             heads[branch] = {}
                             continue
-                        heads[branch] = {d.id: d for d in self._definitions_at(head)}
+                        try:
+                            heads[branch] = {d.id: d for d in self._definitions_at(head)}
+                        except BadInput as exc:  # say where: the file is the protected branch's
+                            raise BadInput(f"{exc} (at the head of protected branch {branch})") from None
                     candidate = heads[branch].get(check_id)
                 if candidate is None:
                     continue
