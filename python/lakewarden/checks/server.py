@@ -392,7 +392,7 @@ class ChecksServer:
             self.app,
             log_level="warning",
             access_log=False,  # query strings carry callback tokens
-            timeout_keep_alive=5,
+            timeout_keep_alive=30,  # idle keep-alive; cheap on the event loop, spares executors reconnects
             limit_concurrency=2000,
             backlog=2048,
             timeout_graceful_shutdown=5,
