@@ -27,13 +27,15 @@
 {%- endmacro %}
 
 {#- True when a job may delete the object: strictly inside the namespace, not under _lakefs/,
-    and free of dot segments that could climb out of it. Takes the normalised namespace root. -#}
+    not lakeFS's `dummy` object at the root, and free of dot segments that could climb out of
+    it. Takes the normalised namespace root. -#}
 {% macro is_deletable_address(physical, namespace_root) -%}
     (
         startswith({{ physical }}, concat({{ namespace_root }}, '/'))
         and length({{ physical }}) > length({{ namespace_root }}) + 1
         and not startswith({{ physical }}, concat({{ namespace_root }}, '/_lakefs/'))
         and {{ physical }} != concat({{ namespace_root }}, '/_lakefs')
+        and lower({{ physical }}) != lower(concat({{ namespace_root }}, '/dummy'))
         and not {{ physical }} rlike '(^|/)\\.{1,2}(/|$)'
     )
 {%- endmacro %}

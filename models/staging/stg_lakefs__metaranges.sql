@@ -12,6 +12,8 @@ renamed as (
         meta_range_id,
         range_id
     from source
+    -- an empty metarange is one row with range_id null: it lists no range
+    where range_id is not null
 
 )
 

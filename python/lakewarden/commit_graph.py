@@ -8,11 +8,23 @@ the limit, and the walk should move to iterative Spark joins over ``first_parent
 jumping), which this module's functions are the reference implementation for.
 
 Semantics follow lakeFS's committed GC (graveler/retention): a branch's active commits are its
-HEAD and, walking the first-parent chain, the parent of every commit created at or after the
+HEAD and, walking the main-parent chain, the parent of every commit created strictly after the
 branch's expiration threshold -- so the commit that was HEAD at the threshold stays active.
-A dangling commit (nobody's first parent and no branch's HEAD) is treated as the HEAD of a
+A dangling commit (nobody's main parent and no branch's HEAD) is treated as the HEAD of a
 hypothetical branch whose HEAD is a dummy child created at the same instant, with the default
-retention: the dangling commit itself is active only if it is not older than the threshold.
+retention: the dangling commit itself is active only if it was created strictly after the
+threshold.
+
+The *main* ("first") parent is lakeFS's: ``parents[0]`` for commits of version 1 and later, the
+**last** element of ``parents`` for version-0 commits (lakeFS's CommitVersionParentSwitch: merges
+written before the switch listed the merged-into branch last). A repository created before the
+switch has such merges on its main line, and walking ``parents[0]`` there would follow the merged
+branch and let the real main line expire.
+
+One deliberate difference: lakeFS's walk stops as soon as it meets a commit an earlier walk has
+already processed with an older-or-equal threshold, even past that walk's own retention, so its
+active set depends on the order it visits start points. Here every walk goes as far as its own
+retention reaches (the union of all walks), which can only keep more than lakeFS, never less.
 """
 
 from __future__ import annotations
@@ -24,6 +36,21 @@ from typing import Iterable, Mapping, Sequence
 from lakewarden.errors import BadInput
 
 NO_PARENT = -1
+#: lakeFS's CommitVersionParentSwitch: commits of a lower version list their main parent last.
+PARENT_SWITCH_VERSION = 1
+
+
+def main_parent_index(parent_count: int, version: int | None) -> int | None:
+    """Index into ``parents`` of lakeFS's main ("first") parent; None for a root commit.
+
+    A missing version is read as current (>= 1): every writer this project knows records it, and
+    the contract requires it.
+    """
+    if parent_count == 0:
+        return None
+    if version is not None and version < PARENT_SWITCH_VERSION:
+        return parent_count - 1
+    return 0
 
 
 @dataclass(frozen=True)
@@ -57,11 +84,14 @@ class CommitGraph:
         commit_ids: Sequence[str],
         parents: Sequence[Sequence[str] | None],
         created_at: Sequence[float],
+        versions: Sequence[int | None] | None = None,
         *,
         source: str = "commits",
     ) -> None:
         if not (len(commit_ids) == len(parents) == len(created_at)):
             raise ValueError("commit_ids, parents and created_at must have the same length")
+        if versions is not None and len(versions) != len(commit_ids):
+            raise ValueError("versions must have one entry per commit")
         self.commit_ids: list[str] = list(commit_ids)
         self.index: dict[str, int] = {}
         for position, commit_id in enumerate(self.commit_ids):
@@ -82,7 +112,10 @@ class CommitGraph:
                     )
                 resolved.append(parent)
             self.parents.append(resolved)
-        self.first_parent: list[int] = [p[0] if p else NO_PARENT for p in self.parents]
+        self.first_parent: list[int] = []
+        for position, resolved_parents in enumerate(self.parents):
+            index = main_parent_index(len(resolved_parents), None if versions is None else versions[position])
+            self.first_parent.append(NO_PARENT if index is None else resolved_parents[index])
 
     def __len__(self) -> int:
         return len(self.commit_ids)
@@ -94,7 +127,7 @@ class CommitGraph:
             raise BadInput(f"unknown commit {commit_id!r}", source=source, field=field) from None
 
     def dangling_commits(self, head_commit_ids: Iterable[str]) -> list[str]:
-        """Commits that are nobody's first parent and no branch's HEAD, in input order."""
+        """Commits that are nobody's main parent and no branch's HEAD, in input order."""
         is_first_parent = bytearray(len(self))
         for parent in self.first_parent:
             if parent != NO_PARENT:
@@ -117,8 +150,8 @@ class CommitGraph:
         for start in start_points:
             position = self.position(start.commit_id, source="start points", field="commit_id")
             threshold = float("-inf") if start.threshold is None else float(start.threshold)
-            if start.branch_id is None and self.created_at[position] < threshold:
-                continue  # the dummy child is already expired: so is the dangling commit
+            if start.branch_id is None and not self.created_at[position] > threshold:
+                continue  # the dummy child is not strictly after the threshold: the dangling commit expired
             current = position
             while True:
                 previous = walked_with.get(current)
@@ -133,8 +166,8 @@ class CommitGraph:
                         is_start=current == position,
                     )
                 parent = self.first_parent[current]
-                if parent == NO_PARENT or self.created_at[current] < threshold:
-                    break
+                if parent == NO_PARENT or not self.created_at[current] > threshold:
+                    break  # only a commit created strictly after the threshold keeps its parent
                 current = parent
         return [activations[p] for p in sorted(activations)]
 

@@ -24,12 +24,13 @@ def _epoch_seconds(column: pa.ChunkedArray) -> list[float | None]:
 
 def load_graph(commits: "DataFrame") -> CommitGraph:
     """Build the commit graph from ``stg_lakefs__commits``."""
-    table = commits.select("commit_id", "parent_commit_ids", "created_at").toArrow()
+    table = commits.select("commit_id", "parent_commit_ids", "created_at", "version").toArrow()
     created = _epoch_seconds(table.column("created_at"))
     return CommitGraph(
         table.column("commit_id").to_pylist(),
         table.column("parent_commit_ids").to_pylist(),
         [c if c is not None else 0.0 for c in created],
+        table.column("version").to_pylist(),
     )
 
 

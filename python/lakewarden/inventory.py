@@ -290,6 +290,7 @@ def _hidden(relative: "Column") -> "Column":
         slashed = F.regexp_replace(reading, r"\\", "/")
         conditions += [
             F.lower(slashed).rlike(r"^[/]*(\./+)*_lakefs(/|$)"),
+            F.lower(slashed).rlike(r"^[/]*(\./+)*dummy/*$"),  # lakeFS's marker object at the root
             slashed.rlike(r"(^|/)\.\.?(/|$)"),
             F.regexp_replace(slashed, "/", "") == "",
         ]
@@ -565,11 +566,27 @@ def storage_inventory(
     s3_options: Mapping[str, Any] | None = None,
     work_dir: str | os.PathLike[str] | None = None,
     parallelism: int | None = None,
+    local_blockstore: str | None = None,
 ) -> "DataFrame":
-    """The inventory report at ``manifest`` when given, else a listing of the namespace."""
+    """The inventory report at ``manifest`` when given, else a listing of the namespace.
+
+    A ``local://`` namespace (lakeFS's local blockstore) is listed as the directory it is under
+    ``local_blockstore``, and its objects are named ``local://...`` again, as lakeFS names them.
+    """
+    from lakewarden.blockstore import blockstore_root, file_uri_prefix, to_file_uri
+
     if manifest:
         return read_inventory(spark, manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir)
-    return list_namespace(spark, storage_namespace, s3_options=s3_options, parallelism=parallelism)
+    root = blockstore_root(storage_namespace, local_blockstore)
+    if root is None:
+        return list_namespace(spark, storage_namespace, s3_options=s3_options, parallelism=parallelism)
+    from pyspark.sql import functions as F
+
+    listed = list_namespace(spark, to_file_uri(storage_namespace, root), parallelism=parallelism)
+    prefix = file_uri_prefix(root)
+    return listed.where(F.col("physical_address").startswith(prefix)).withColumn(
+        "physical_address", F.concat(F.lit("local://"), F.expr(f"substring(physical_address, {len(prefix) + 1})"))
+    )
 
 
 __all__: Sequence[str] = (

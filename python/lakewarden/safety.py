@@ -2,7 +2,8 @@
 
 Every deletion path (the sweep, each deleter, the jobs) asks :func:`check_deletable` before
 touching an object. The rule (CONTRACT section 2): only objects strictly *inside* the storage
-namespace, never the namespace itself, never anything under ``<ns>/_lakefs/``.
+namespace, never the namespace itself, never anything under ``<ns>/_lakefs/``, never lakeFS's
+``<ns>/dummy``.
 
 Why so much normalisation: an address can reach storage through several tools, and they do not
 agree on what a URI means. S3 treats ``a//b``, ``a/../b`` and ``a%2Fb`` as literal keys; Hadoop's
@@ -29,6 +30,9 @@ SCHEME_ALIASES: dict[str, str] = {"s3a": "s3", "s3n": "s3", "s3": "s3", "file": 
 
 #: The metadata directory of a lakeFS namespace; nothing below it is ever deleted.
 LAKEFS_DIR = "_lakefs"
+#: The object lakeFS writes at the namespace root when it creates a repository (to check that
+#: it may write there); lakeFS's own GC never deletes it, and neither does any job here.
+LAKEFS_DUMMY = "dummy"
 
 _MAX_DECODE_ROUNDS = 4
 
@@ -164,6 +168,8 @@ def _relative_unsafe(path: str, ns_path: str) -> str | None:
         return "is the storage namespace root"
     if segments[0].casefold() == LAKEFS_DIR:
         return f"under {LAKEFS_DIR}/"
+    if len(segments) == 1 and segments[0].casefold() == LAKEFS_DUMMY:
+        return f"is lakeFS's {LAKEFS_DUMMY!r} object at the namespace root"
     return None
 
 

@@ -7,7 +7,13 @@ commits. Feature branches fork from main, commit, and are merged back (two-paren
 open, or deleted without merging (their commits become dangling). Some entries copy another
 path's address (dedup across paths), some are FULL addresses inside or outside the namespace,
 branches carry staged entries (one re-staging an address only expired commits hold), and the
-namespace holds unreferenced files (failed uploads) and a ``_lakefs/`` folder.
+namespace holds unreferenced files (failed uploads), a ``_lakefs/`` folder and lakeFS's
+``dummy`` object at its root.
+
+It has the shapes a real lakeFS repository has: the first commit ("Repository created") has no
+metarange; a short-lived branch commits an empty tree (an empty metarange, written as one
+``metaranges`` row with ``range_id`` null); and the first half of the history is of commit
+version 0, whose merges list main's parent **last** (lakeFS's CommitVersionParentSwitch).
 
 Only slots still referenced by a branch keep their entries in memory, and ranges are streamed
 to Parquet as they are made, so 10M entries need well under 2 GB.
@@ -255,29 +261,38 @@ class _Simulator:
         return self.make_range(slot, content)
 
     # -- commits --------------------------------------------------------------------------
-    def commit(self, parents: list[str], slots: list[str], moment: datetime, message: str) -> str:
+    def commit(
+        self, parents: list[str], slots: list[str] | None, moment: datetime, message: str, *, version: int = 1
+    ) -> str:
+        """Record a commit. ``parents`` main parent first; a version-0 commit stores them the way
+        lakeFS did before its parent switch (main parent last). ``slots`` None: no metarange
+        (lakeFS's first commit); an empty list: an empty metarange."""
         commit_id = _hex(self.config.seed, "commit", len(self.commits))
-        meta_range_id = _hex("metarange", *slots)
-        self.metaranges.setdefault(meta_range_id, list(slots))
+        if slots is None:
+            meta_range_id = ""
+        else:
+            meta_range_id = _hex("metarange", *slots)
+            self.metaranges.setdefault(meta_range_id, list(slots))
+        stored_parents = list(reversed(parents)) if version == 0 else list(parents)
         self.commits.append(
             {
                 "commit_id": commit_id,
-                "parents": parents,
+                "parents": stored_parents,
                 "creation_date": moment,
                 "meta_range_id": meta_range_id,
                 "committer": "sample-generator",
                 "message": message,
-                "version": 1,
+                "version": version,
             }
         )
         self.commit_created[commit_id] = moment
         return commit_id
 
-    def commit_on(self, branch: _Branch, moment: datetime, message: str) -> None:
+    def commit_on(self, branch: _Branch, moment: datetime, message: str, *, version: int = 1) -> None:
         new_slots = list(branch.slots)
         for slot in self.rng.sample(range(self.config.slots), min(self.config.slots_per_commit, self.config.slots)):
             new_slots[slot] = self.rewrite_slot(slot, branch.slots[slot], moment)
-        self.move(branch, self.commit([branch.head], new_slots, moment, message), new_slots)
+        self.move(branch, self.commit([branch.head], new_slots, moment, message, version=version), new_slots)
 
     def move(self, branch: _Branch, head: str, slots: list[str]) -> None:
         self.hold(slots)
@@ -312,12 +327,21 @@ def generate(output_dir: Path, config: SampleConfig = SampleConfig()) -> SampleR
     moments = list(_moments(config, total_commits + 1))
 
     first = moments[0]
+    # lakeFS's first commit has no metarange; the data arrives with the next one.
+    created = sim.commit([], None, first - timedelta(minutes=1), "Repository created", version=0)
     slots = sim.initial_slots(first)
-    root = sim.commit([], slots, first, "initial import")
+    root = sim.commit([created], slots, first, "initial import", version=0)
     main = _Branch("main", root, [])
     sim.move(main, root, slots)
     branches: dict[str, _Branch] = {"main": main}
     deleted: list[str] = []
+    # A branch whose only commit deletes every object: an empty metarange (with an id).
+    scratch = _Branch("scratch", root, [])
+    sim.move(scratch, root, list(main.slots))
+    sim.move(scratch, sim.commit([root], [], first + timedelta(seconds=1), "clear scratch", version=0), [])
+    branches["scratch"] = scratch
+    # The first half of the history predates lakeFS's parent switch (commit version 0).
+    version_switch = total_commits // 2
     feature_plans = sorted(rng.sample(range(1, total_commits), min(config.feature_branches, total_commits - 1)))
     next_feature = 0
 
@@ -329,10 +353,11 @@ def generate(output_dir: Path, config: SampleConfig = SampleConfig()) -> SampleR
             branch.forked_slots = list(main.slots)
             branches[name] = branch
             next_feature += 1
-        features = [b for b in branches.values() if b.name != "main"]
+        version = 0 if number < version_switch else 1
+        features = [b for b in branches.values() if b.name not in ("main", "scratch")]
         if features and rng.random() < 0.45:
             branch = rng.choice(features)
-            sim.commit_on(branch, moment, f"work on {branch.name}")
+            sim.commit_on(branch, moment, f"work on {branch.name}", version=version)
             fate = rng.random()
             age = sum(1 for c in sim.commits if c["message"] == f"work on {branch.name}")
             if age >= 3 and fate < 0.35:  # merge into main, then maybe delete the branch
@@ -340,7 +365,9 @@ def generate(output_dir: Path, config: SampleConfig = SampleConfig()) -> SampleR
                     branch.slots[s] if branch.slots[s] != branch.forked_slots[s] else main.slots[s]
                     for s in range(config.slots)
                 ]
-                merge = sim.commit([main.head, branch.head], merged, moment, f"merge {branch.name} into main")
+                merge = sim.commit(
+                    [main.head, branch.head], merged, moment, f"merge {branch.name} into main", version=version
+                )
                 sim.move(main, merge, merged)
                 if rng.random() < 0.6:
                     sim.release(branch.slots)
@@ -351,7 +378,7 @@ def generate(output_dir: Path, config: SampleConfig = SampleConfig()) -> SampleR
                 del branches[branch.name]
                 deleted.append(branch.name)
         else:
-            sim.commit_on(main, moment, f"update main #{number}")
+            sim.commit_on(main, moment, f"update main #{number}", version=version)
 
     writer.close()
     staged = _staged_entries(sim, branches, config)
@@ -360,6 +387,8 @@ def generate(output_dir: Path, config: SampleConfig = SampleConfig()) -> SampleR
         lakefs_dir = namespace / "_lakefs"
         lakefs_dir.mkdir(exist_ok=True)
         (lakefs_dir / "dummy-metarange").write_bytes(b"lakefs metadata: never deleted by a job")
+        # lakeFS writes this object when it creates a repository; its GC never deletes it.
+        (namespace / "dummy").write_bytes(b"lakeFS repository marker: never deleted by a job")
 
     commit_ids = [c["commit_id"] for c in sim.commits]
     tags = [
@@ -384,7 +413,11 @@ def generate(output_dir: Path, config: SampleConfig = SampleConfig()) -> SampleR
     writer.write_table("tags", tags, schemas["tags"])
     writer.write_table(
         "metaranges",
-        [{"meta_range_id": m, "range_id": r} for m, ranges in sim.metaranges.items() for r in dict.fromkeys(ranges)],
+        [
+            {"meta_range_id": m, "range_id": r}
+            for m, ranges in sim.metaranges.items()
+            for r in (dict.fromkeys(ranges) if ranges else [None])  # None: an empty metarange
+        ],
         schemas["metaranges"],
     )
     writer.write_table("staged", staged, schemas["staged"])

@@ -35,7 +35,8 @@ NOT_NULL = {
     "commits": ("commit_id", "creation_date"),
     "branches": ("branch_id", "commit_id"),
     "tags": ("tag_id", "commit_id"),
-    "metaranges": ("meta_range_id", "range_id"),
+    # range_id null = an empty metarange (CONTRACT 2): lakeFS writes one when a commit empties the tree
+    "metaranges": ("meta_range_id",),
     "ranges": ("range_id", "key", "address", "address_type"),
     "staged": ("branch_id", "key", "address", "address_type"),
 }
@@ -247,7 +248,7 @@ def _check_references(tables: dict[str, "DataFrame"], paths: dict[str, Path]) ->
             field="meta_range_id",
         )
     range_ids = tables["ranges"].select("range_id").distinct()
-    missing_range = _first(tables["metaranges"].join(range_ids, "range_id", "left_anti"))
+    missing_range = _first(tables["metaranges"].where("range_id is not null").join(range_ids, "range_id", "left_anti"))
     if missing_range is not None:
         raise BadInput(
             f"metarange {missing_range['meta_range_id']!r} lists range {missing_range['range_id']!r}, "

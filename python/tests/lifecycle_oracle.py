@@ -208,7 +208,11 @@ def staged_physicals(snapshot: Snapshot) -> set[str]:
 
 def inside_namespace(snapshot: Snapshot, physical: str) -> bool:
     namespace = normalise(snapshot.namespace.rstrip("/"))
-    return physical.startswith(namespace + "/") and not physical.startswith(namespace + "/_lakefs/")
+    return (
+        physical.startswith(namespace + "/")
+        and not physical.startswith(namespace + "/_lakefs/")
+        and physical != namespace + "/dummy"
+    )
 
 
 def lifecycle_marked(

@@ -37,7 +37,9 @@ class Snapshot:
         repository = json.loads((directory / "repository.json").read_text())
         metaranges: dict[str, set[str]] = {}
         for row in read_jsonl(directory / "metaranges.jsonl"):
-            metaranges.setdefault(row["meta_range_id"], set()).add(row["range_id"])
+            ranges_of = metaranges.setdefault(row["meta_range_id"], set())
+            if row.get("range_id") is not None:  # null: an empty metarange lists no range
+                ranges_of.add(row["range_id"])
         ranges: dict[str, list[dict]] = {}
         for row in read_jsonl(directory / "ranges.jsonl"):
             ranges.setdefault(row["range_id"], []).append(row)
@@ -68,13 +70,25 @@ class Snapshot:
         return {self.physical(row["address"], row["address_type"]) for row in self.staged}
 
     def inside_namespace(self, uri: str) -> bool:
-        return uri.startswith(self.namespace + "/") and not uri.startswith(self.namespace + "/_lakefs/")
+        return (
+            uri.startswith(self.namespace + "/")
+            and not uri.startswith(self.namespace + "/_lakefs/")
+            and uri != self.namespace + "/dummy"  # lakeFS's marker object: its GC never deletes it
+        )
+
+
+def main_parent(row: dict) -> str | None:
+    """lakeFS's main parent: the last of ``parents`` for version-0 commits, else the first."""
+    parents = row.get("parents") or []
+    if not parents:
+        return None
+    return parents[-1] if row.get("version") == 0 else parents[0]
 
 
 def committed_gc_active(snapshot: Snapshot, now: datetime, rules: dict | None, retain_tags: bool = True) -> set[str]:
     """lakeFS committed-GC active commits, walked naively."""
     created = {c: ts(row["creation_date"]) for c, row in snapshot.commits.items()}
-    first = {c: (row["parents"][0] if row["parents"] else None) for c, row in snapshot.commits.items()}
+    first = {c: main_parent(row) for c, row in snapshot.commits.items()}
     if rules is None:
         return set(snapshot.commits)
     per_branch = {r["branch_id"]: r["retention_days"] for r in rules.get("branches", [])}
@@ -89,11 +103,11 @@ def committed_gc_active(snapshot: Snapshot, now: datetime, rules: dict | None, r
             starts.append((commit, False, now - timedelta(days=default)))
     active: set[str] = set()
     for commit, is_branch, threshold in starts:
-        if not is_branch and created[commit] < threshold:
+        if not is_branch and not created[commit] > threshold:
             continue
         while True:
             active.add(commit)
-            if first[commit] is None or created[commit] < threshold:
+            if first[commit] is None or not created[commit] > threshold:
                 break
             commit = first[commit]
     if retain_tags:
@@ -140,7 +154,7 @@ def local_storage(namespace_path: Path) -> dict[str, datetime]:
 
 def uncommitted_gc_marked(snapshot: Snapshot, storage: dict[str, datetime], now: datetime, min_age: timedelta) -> set[str]:
     """What a clean uncommitted GC run must mark: stored objects inside the namespace (not
-    ``_lakefs/``) that no entry of any range and no staged entry references, at least
+    ``_lakefs/``, not lakeFS's root ``dummy``) that no entry of any range and no staged entry references, at least
     ``min_age`` old (unknown age: too young)."""
     referenced = {
         normalised_uri(snapshot.physical(entry["address"], entry["address_type"]))
@@ -150,7 +164,8 @@ def uncommitted_gc_marked(snapshot: Snapshot, storage: dict[str, datetime], now:
     referenced |= {normalised_uri(uri) for uri in snapshot.staged_addresses()}
     marked = set()
     for uri, modified in storage.items():
-        if not uri.startswith(snapshot.namespace + "/") or uri[len(snapshot.namespace) + 1 :].split("/")[0] == "_lakefs":
+        relative = uri[len(snapshot.namespace) + 1 :]
+        if not uri.startswith(snapshot.namespace + "/") or relative.split("/")[0] == "_lakefs" or relative == "dummy":
             continue
         if normalised_uri(uri) in referenced or modified is None or modified > now - min_age:
             continue

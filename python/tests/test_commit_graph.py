@@ -151,12 +151,12 @@ def naive_active(ids, parents, dates, starts: list[StartPoint]) -> set[str]:
     active: set[str] = set()
     for start in starts:
         threshold = float("-inf") if start.threshold is None else start.threshold
-        if start.branch_id is None and created[start.commit_id] < threshold:
+        if start.branch_id is None and not created[start.commit_id] > threshold:
             continue
         current = start.commit_id
         while True:
             active.add(current)
-            if first[current] is None or created[current] < threshold:
+            if first[current] is None or not created[current] > threshold:
                 break
             current = first[current]
     return active
@@ -197,3 +197,61 @@ def test_reachability_matches_ancestor_search(history) -> None:
                 stack.extend(parent_map[commit])
         for commit in ids:
             assert (branch in reach.branches_reaching(commit)) == (commit in ancestors)
+
+
+# -- lakeFS's parent order and threshold comparison ------------------------------------------
+
+
+def test_version_zero_merge_is_walked_by_its_last_parent() -> None:
+    """lakeFS's CommitVersionParentSwitch: a version-0 merge lists its main parent last."""
+    ids = ["m1", "m2", "x1", "merge"]
+    parents = [[], ["m1"], ["m1"], ["x1", "m2"]]  # version 0: main line is m2, the merged branch x1
+    dates = [at("2024-03-01"), at("2024-03-25"), at("2024-03-26"), at("2024-03-30")]
+    old = CommitGraph(ids, parents, dates, [1, 1, 1, 0])
+    assert old.first_parent[old.index["merge"]] == old.index["m2"]
+    assert old.dangling_commits(["merge"]) == ["x1"]
+    assert active_ids(old, [StartPoint("merge", "main", NOW - 7 * DAY)]) == {"merge", "m2", "m1"}
+    new = CommitGraph(ids, parents, dates, [1, 1, 1, 1])
+    assert new.first_parent[new.index["merge"]] == new.index["x1"]
+    assert active_ids(new, [StartPoint("merge", "main", NOW - 7 * DAY)]) == {"merge", "x1", "m1"}
+
+
+def test_a_commit_exactly_at_the_threshold_is_not_after_it() -> None:
+    """lakeFS keeps a parent only when the child was created strictly After the threshold."""
+    graph = graph_of({"a": ([], "2024-03-01"), "b": (["a"], "2024-03-24"), "c": (["b"], "2024-03-30")})
+    threshold = at("2024-03-24")
+    assert active_ids(graph, [StartPoint("c", "main", threshold)]) == {"c", "b"}
+    assert active_ids(graph, [StartPoint("c", "main", threshold - 1)]) == {"c", "b", "a"}
+    # a dangling commit created exactly at the default threshold has expired
+    assert active_ids(graph, [StartPoint("b", None, threshold)]) == set()
+    assert active_ids(graph, [StartPoint("b", None, threshold - 1)]) == {"b", "a"}
+
+
+@st.composite
+def versioned_histories(draw):
+    """Random histories whose commits are of version 0 or 1 (pre/post parent switch)."""
+    history = draw(random_histories())
+    versions = draw(st.lists(st.sampled_from([0, 1]), min_size=len(history[0]), max_size=len(history[0])))
+    return history, versions
+
+
+@settings(max_examples=200, deadline=None)
+@given(versioned_histories())
+def test_walk_follows_the_version_aware_main_parent(drawn) -> None:
+    (ids, parents, dates, heads, days, default), versions = drawn
+    graph = CommitGraph(ids, parents, dates, versions)
+    main = {c: (None if not p else (p[-1] if v == 0 else p[0])) for c, p, v in zip(ids, parents, versions)}
+    now = dates[-1] + DAY
+    starts = [
+        StartPoint(head, branch, None if d is None else now - d * DAY)
+        for (branch, head), d in zip(heads.items(), days)
+    ]
+    starts += [
+        StartPoint(c, None, None if default is None else now - default * DAY)
+        for c in graph.dangling_commits(heads.values())
+    ]
+    assert set(graph.dangling_commits(heads.values())) == {
+        c for c in ids if c not in set(main.values()) and c not in heads.values()
+    }
+    reordered = [[main[c]] + [p for p in ps if p != main[c]] if main[c] else [] for c, ps in zip(ids, parents)]
+    assert active_ids(graph, starts) == naive_active(ids, reordered, dates, starts)

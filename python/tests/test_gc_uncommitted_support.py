@@ -174,7 +174,14 @@ class Repo:
         dump("commits", self.commits)
         dump("branches", [{"branch_id": b, "commit_id": s.head, "hidden": False} for b, s in self.branches.items() if s.head])
         dump("tags", [])
-        dump("metaranges", [{"meta_range_id": m, "range_id": r} for m, rs in self.metaranges.items() for r in dict.fromkeys(rs)])
+        dump(
+            "metaranges",
+            [
+                {"meta_range_id": m, "range_id": r}
+                for m, rs in self.metaranges.items()
+                for r in (dict.fromkeys(rs) if rs else [None])  # None: an empty metarange (CONTRACT 2)
+            ],
+        )
         dump("ranges", [entry for entries in self.ranges.values() for entry in entries])
         dump(
             "staged",

@@ -1,4 +1,5 @@
-"""The deletion safety rule: inside the namespace, never the root, never ``_lakefs/``."""
+"""The deletion safety rule: inside the namespace, never the root, never ``_lakefs/``, never
+lakeFS's ``dummy`` at the namespace root."""
 
 from __future__ import annotations
 
@@ -54,6 +55,8 @@ def test_resolve_physical_rejects_unknown_type() -> None:
         "s3://bucket/repo/ns/_lakefs_not/x",
         "s3://bucket/repo/ns/data/_lakefs/x",
         "s3://bucket/repo/ns/data/%20x",
+        "s3://bucket/repo/ns/data/dummy",  # only the root's dummy is lakeFS's
+        "s3://bucket/repo/ns/dummy2",
     ],
 )
 def test_deletable_examples(uri: str) -> None:
@@ -85,6 +88,10 @@ def test_deletable_examples(uri: str) -> None:
         ("s3://bucket/repo/ns/%255Flakefs/x", "_lakefs"),
         ("s3://bucket/repo/ns/data%2F..%2F_lakefs/x", "_lakefs"),
         ("s3://bucket/repo/ns/data\\..\\_lakefs\\x", "_lakefs"),
+        ("s3://bucket/repo/ns/dummy", "dummy"),
+        ("s3://bucket/repo/ns//dummy", "dummy"),
+        ("s3://bucket/repo/ns/data/../dummy", "dummy"),
+        ("s3://bucket/repo/ns/%64ummy", "dummy"),
         ("s3://bucket/repo/ns/../ns2/x", "outside"),
         ("s3://bucket/repo/ns/data/%2e%2e/%2e%2e/x", "outside"),
         ("s3://bucket/repo/ns/../../../../x", "above the root"),

@@ -104,6 +104,10 @@ def _load_builtin_backends() -> None:
         from lakewarden.deleters.s3 import S3Deleter
 
         register_backend("s3", S3Deleter)
+    if "local" not in _BACKENDS:
+        from lakewarden.deleters.local_blockstore import LocalBlockstoreDeleter
+
+        register_backend("local", LocalBlockstoreDeleter)
 
 
 def deleter_for(storage_namespace: str, **options: Any) -> Deleter:

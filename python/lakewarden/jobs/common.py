@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakewarden.errors import BadInput
-from lakewarden.snapshot import LoadedSnapshot, load_snapshot
+from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
+from lakewarden.blockstore import blockstore_root
+from lakewarden.snapshot import LoadedSnapshot, load_snapshot, read_repository
 from lakewarden.spark_session import get_or_create, state_dir
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -90,6 +92,10 @@ class JobContext:
     state: Path
     spark: "SparkSession"
     snapshot: LoadedSnapshot
+    #: lakeFS's own GC answer kept with the snapshot by extract (None when there is none)
+    lakefs_kept: LakeFSKept | None = None
+    #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
+    local_blockstore: str | None = None
 
     @property
     def storage_namespace(self) -> str:
@@ -104,6 +110,14 @@ class JobContext:
     def branch_ids(self) -> list[str]:
         """The snapshot's branch names (a rule naming another branch is worth a warning)."""
         return [row[0] for row in self.spark.table(f"{SNAPSHOT_SCHEMA}.branches").select("branch_id").collect()]
+
+    def check_lakefs_holds(self) -> None:
+        """Refuse (exit 1) when a commit lakeFS's GC keeps is missing from the snapshot or has
+        another metarange there (see lakewarden.lakefs_answer)."""
+        if self.lakefs_kept is not None:
+            from lakewarden.lakefs_answer import check_snapshot_holds_kept
+
+            check_snapshot_holds_kept(self.spark, self.lakefs_kept, self.spark.table(f"{SNAPSHOT_SCHEMA}.commits"))
 
     def build_models(self, selection: str, **variables: object) -> None:
         """``dbt build`` of a job's models with this run's variables, plus the singular safety
@@ -148,6 +162,8 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
     now = parse_now(args.now, dry_run=args.dry_run)
     state = state_dir(args.state)
     snapshot_dir = resolve_snapshot(args, state)
+    lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark starts
+    root = blockstore_root(read_repository(snapshot_dir).storage_namespace, getattr(args, "local_blockstore", None))
     spark = get_or_create(state)
     snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA)
     if snapshot.newest_commit_epoch is not None and snapshot.newest_commit_epoch > now.timestamp():
@@ -165,4 +181,6 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         state=state,
         spark=spark,
         snapshot=snapshot,
+        lakefs_kept=lakefs_kept,
+        local_blockstore=None if root is None else str(root),
     )

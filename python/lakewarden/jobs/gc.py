@@ -93,13 +93,19 @@ def mark_committed(
         now=rfc3339(context.now),
         repository_id=repository.repository_id,
         storage_namespace=repository.storage_namespace,
+        local_blockstore=context.local_blockstore,  # the sweep's way to a local:// namespace
         rules=None if rules is None else {"default_retention_days": rules.default_retention_days, "branches": rules.branch_retention_days},
         retain_tags=retain_tags,
     )
     try:
+        context.check_lakefs_holds()
         write_rules_table(context, rules)
         context.build_models(MARK_MODELS, retain_tags=retain_tags)
         commits = context.table("gc_commits")
+        if context.lakefs_kept is not None:  # before any address is written: nothing to sweep
+            from lakewarden.lakefs_answer import check_active_covers_kept
+
+            check_active_covers_kept(context.spark, context.lakefs_kept, commits)
         counts = commits.agg(
             F.count("*").alias("commits"), F.sum(F.col("is_active").cast("int")).alias("active")
         ).first()

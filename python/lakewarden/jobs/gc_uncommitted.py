@@ -115,8 +115,6 @@ class UncommittedGcResult:
 
 def run_uncommitted(args: argparse.Namespace) -> int:
     min_age = parse_duration(args.min_age, force=args.force)  # before Spark starts
-    if getattr(args, "no_staged", False):
-        raise BadInput("uncommitted GC needs the staged entries: without them staged objects would look abandoned", field="--no-staged")
     s3_options = {"endpoint_url": args.s3_endpoint, "region_name": args.s3_region}
     context = start_job(args, JOB)
     result = mark_uncommitted(
@@ -228,9 +226,14 @@ def mark_uncommitted(
     options = {k: v for k, v in (s3_options or {}).items() if v is not None}
     key = namespace_key(repository.storage_namespace)
 
-    # Validate every input before anything is written: a bad manifest exits 2 and changes nothing.
+    # Validate every input before anything is written: a bad manifest exits 2 and changes nothing,
+    # and a snapshot that lacks a commit lakeFS's own GC keeps marks nothing (exit 1).
+    context.check_lakefs_holds()
     observed_at = datetime.now(timezone.utc)
-    storage = storage_inventory(spark, repository.storage_namespace, manifest, s3_options=options, work_dir=None)
+    storage = storage_inventory(
+        spark, repository.storage_namespace, manifest, s3_options=options, work_dir=None,
+        local_blockstore=context.local_blockstore,
+    )
     if manifest:
         observed_at = _parse_manifest_time(manifest, options) or observed_at
     previous, mode_reason = (None, "--clean") if clean else find_previous_run(context, key)
@@ -247,6 +250,7 @@ def mark_uncommitted(
         now=rfc3339(context.now),
         repository_id=repository.repository_id,
         storage_namespace=repository.storage_namespace,
+        local_blockstore=context.local_blockstore,  # the sweep's way to a local:// namespace
         run_mode=mode,
         run_mode_reason=mode_reason,
         min_age_seconds=int(min_age.total_seconds()),
