@@ -151,13 +151,11 @@ def open_store(
     if scheme == "s3":
         return S3Store(namespace, parsed.netloc, parsed.path, s3_options)
     if scheme == "local":
-        if not local_blockstore:
-            raise BadInput(
-                f"namespace {namespace} is on lakeFS's local blockstore: pass --local-blockstore DIR "
-                "(the server's blockstore.local.path)",
-                field="--local-blockstore",
-            )
-        return LocalStore(namespace, Path(local_blockstore) / (parsed.netloc + parsed.path).lstrip("/"))
+        from lakewarden.blockstore import blockstore_root, local_path
+
+        root = blockstore_root(namespace, local_blockstore)
+        assert root is not None
+        return LocalStore(namespace, local_path(namespace, root))
     raise BadInput(
         f"unsupported storage namespace {namespace!r} (supported: file://, s3://, local://)",
         field="storage_namespace",
