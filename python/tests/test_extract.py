@@ -223,6 +223,40 @@ def test_older_lakefs_deprecated_dump_and_synchronous_prepare(
     assert result.lakefs_gc_commits == 4
 
 
+def test_a_dump_racing_a_commit_is_dumped_again(
+    scenario: Scenario, serve: Any, creds: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """lakeFS dumps commits, then branches: a commit landing in between leaves a branch on a
+    commit the dump lacks. Extract dumps again rather than fail or write a broken snapshot."""
+    fake = scenario.fake
+    fake.upload("dev", "late.csv", scenario.now)
+    late = fake.commit("dev", "landed during the dump", scenario.now)
+    original = fake._dump
+    dumps: list[Any] = []
+
+    def racing(every_time: bool) -> Any:
+        if dumps and not every_time:
+            dumps.append(original())
+            return dumps[-1]
+        commit = fake.commits.pop(late)  # not yet there when commits are dumped...
+        try:
+            dumps.append(original())  # ...but dev already points at it when branches are
+        finally:
+            fake.commits[late] = commit
+        return dumps[-1]
+
+    monkeypatch.setattr(fake, "_dump", lambda: racing(False))
+    extract_repository(config=resolve_config(serve(fake)), repository="repo1", out=tmp_path / "s", cache_dir=tmp_path / "c")
+    assert len(dumps) == 2
+    assert late in _commits(tmp_path / "s")
+
+    dumps.clear()
+    monkeypatch.setattr(fake, "_dump", lambda: racing(True))
+    with pytest.raises(BadInput, match=f"branch 'dev' points at commit '{late}'"):
+        extract_repository(config=resolve_config(serve(fake)), repository="repo1", out=tmp_path / "t", cache_dir=tmp_path / "c")
+    assert len(dumps) == 3 and not (tmp_path / "t").exists()
+
+
 def test_no_gc_rules_no_lakefs_answer(scenario: Scenario, serve: Any, creds: None, tmp_path: Path) -> None:
     fake = scenario.fake
     fake.gc_rules = None

@@ -37,7 +37,7 @@ from lakewarden.extract.api import BranchRow, CommitRow, LakeFSApi, StagedRow
 from lakewarden.extract.config import LakeFSConfig
 from lakewarden.extract.gc_prepared import GC_COMMITS_CSV, save_gc_commits, write_prepared_staged
 from lakewarden.extract.ranges import RANGES_SCHEMA, RangeCache, decode_range_table, read_metarange
-from lakewarden.extract.refs import read_refs_dump
+from lakewarden.extract.refs import InconsistentDump, read_refs_dump
 from lakewarden.extract.storage import MetadataStore, open_store
 from lakewarden.snapshot import arrow_schemas
 
@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 #: Arrow schemas of the snapshot tables, derived from models/sources.yml (their one definition).
 SNAPSHOT_SCHEMAS: dict[str, pa.Schema] = arrow_schemas()
+#: Refs dumps tried before a branch or tag on a commit missing from the dump is an error.
+DUMP_ATTEMPTS = 3
 
 
 @dataclass
@@ -166,10 +168,17 @@ def extract_repository(
             log.warning("lakeFS has no prepare_uncommited endpoint: reading staged entries by diff + stat")
             for branch_id, _ in api.branch_ids(show_hidden=True):
                 staged_fallback.extend(api.staged_by_diff(branch_id, namespace))
-        dump = api.dump_refs()
+        for attempt in range(1, DUMP_ATTEMPTS + 1):
+            dump = api.dump_refs()
+            try:
+                refs = read_refs_dump(store, dump)
+                break
+            except InconsistentDump as exc:
+                if attempt == DUMP_ATTEMPTS:
+                    raise
+                log.warning("refs dump %d of %d raced with a commit (%s); dumping again", attempt, DUMP_ATTEMPTS, exc)
         visible = {branch_id for branch_id, _ in api.branch_ids(show_hidden=False)}
         api_calls = api.calls
-    refs = read_refs_dump(store, dump)
     branches = [BranchRow(b, c, b not in visible) for b, c in sorted(refs.branches.items())]
     commits = refs.commits
     log.info("refs dump: %d commits, %d branches, %d tags", len(commits), len(branches), len(refs.tags))

@@ -31,7 +31,15 @@ from lakewarden.lakefs_records import (
 )
 from lakewarden.sstable import SSTableReader
 
-__all__ = ["DumpedRefs", "read_refs_dump"]
+__all__ = ["DumpedRefs", "InconsistentDump", "read_refs_dump"]
+
+
+class InconsistentDump(BadInput):
+    """A dumped branch or tag points at a commit the commits dump lacks.
+
+    lakeFS dumps commits, then branches, then tags: a commit made in between can be a branch's
+    head without being in the commits dump. Dumping again settles it.
+    """
 
 
 @dataclass
@@ -75,7 +83,7 @@ def read_refs_dump(store: MetadataStore, dump: RefsDumpIds) -> DumpedRefs:
     for name, target, known in (("branch", branches, commits), ("tag", tags, commits)):
         for ref, commit_id in target.items():
             if commit_id not in known:
-                raise BadInput(
+                raise InconsistentDump(
                     f"{name} {ref!r} points at commit {commit_id!r}, which the commits dump does not hold",
                     source=store.location(dump.branches if name == "branch" else dump.tags),
                 )
