@@ -9,7 +9,7 @@ from lakewarden.extract.config import resolve_config
 from lakewarden.extract.core import ExtractResult, extract_repository
 from lakewarden.spark_session import state_dir
 
-__all__ = ["register", "add_lakefs_arguments"]
+__all__ = ["register", "add_lakefs_arguments", "add_s3_arguments", "extract_from_args"]
 
 
 def add_lakefs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,13 @@ def add_lakefs_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", type=int, default=1, metavar="N", help="processes decoding ranges in parallel (default 1)"
     )
-    parser.add_argument("--no-staged", dest="include_staged", action="store_false", help="skip uncommitted entries")
+
+
+def add_s3_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--s3-endpoint``/``--s3-region`` for an ``s3://`` namespace (jobs that delete define
+    the same two options, and an extract they run reads them from there)."""
+    parser.add_argument("--s3-endpoint", metavar="URL", help="S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
+    parser.add_argument("--s3-region", metavar="REGION", help="S3 region (default: AWS_REGION or boto3's default)")
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -38,12 +44,15 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "extract",
         help="read a live lakeFS repository into a snapshot directory",
         description=(
-            "Read branches, tags, commits, GC rules and uncommitted entries from the lakeFS API, and "
-            "the metaranges and ranges from the storage namespace, into a snapshot directory. "
-            "Decoded ranges are cached by range id; the summary says how many were reused."
+            "Read a lakeFS repository into a snapshot directory: every commit, branch and tag from a "
+            "refs dump, lakeFS's own GC answer (when GC rules are set) and its staged entries from "
+            "its GC preparations, the metaranges and ranges from the storage namespace. Decoded "
+            "ranges are cached by range id; the summary says how many were reused. Staged entries "
+            "are always read (see docs/extract.md)."
         ),
     )
     add_lakefs_arguments(parser)
+    add_s3_arguments(parser)
     parser.add_argument("--out", required=True, metavar="SNAPSHOT_DIR", help="snapshot directory to write")
     parser.add_argument("--force", action="store_true", help="replace an existing snapshot directory")
     parser.add_argument("--state", metavar="DIR", help="state directory (default ./.lakewarden or LAKEWARDEN_HOME)")
@@ -53,6 +62,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> ExtractResult:
     """Run an extract from parsed ``add_lakefs_arguments`` options (``extract`` and the jobs)."""
     from lakewarden.errors import BadInput
+    from lakewarden.s3client import s3_options
 
     if not args.repo:
         raise BadInput("missing --repo NAME", field="--repo")
@@ -64,7 +74,7 @@ def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> Ex
         cache_dir=Path(args.cache_dir) if args.cache_dir else state / "range-cache",
         force=force,
         local_blockstore=args.local_blockstore,
-        include_staged=args.include_staged,
+        s3_options=s3_options(getattr(args, "s3_endpoint", None), getattr(args, "s3_region", None)),
         jobs=max(1, args.jobs),
     )
 

@@ -1,14 +1,17 @@
 """Extract one lakeFS repository into a snapshot directory.
 
-Order of work, chosen so that bad input fails before anything is written and a partial
-snapshot never looks complete:
+Order of work, chosen so that bad input fails before anything is written, a partial snapshot
+never looks complete, and what lakeFS changes while extract runs errs on the side of keeping:
 
 1. refuse an existing non-empty output directory (unless ``force``);
-2. read the repository, branches, tags, commits (log API), GC rules and uncommitted entries
-   from the API; branch and tag heads are read *before* the log, so every head is in the
-   commits table;
-3. read each metarange, then each range not yet in the cache, from the storage namespace;
-4. write every table into a hidden temporary directory beside the output and rename it into
+2. read the repository and its GC rules; with rules, ask lakeFS for its own GC answer
+   (prepare_commits) *first*: every commit it keeps then already exists when refs are dumped;
+3. ask lakeFS for the staged entries (prepare_uncommited; diff + stat on servers without it)
+   *before* the refs dump: an entry committed in between is then in the dump, so no object
+   can fall between "staged" and "committed";
+4. dump the refs (every commit, branch and tag) and read the dump from ``_lakefs/``;
+5. read each commit's metarange, then each range not yet in the cache;
+6. write every table into a hidden temporary directory beside the output and rename it into
    place only at the end (a failure removes the temporary directory).
 """
 
@@ -19,7 +22,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -30,9 +33,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakewarden.errors import BadInput
-from lakewarden.extract.api import CommitRow, LakeFSApi, StagedRow
+from lakewarden.extract.api import BranchRow, CommitRow, LakeFSApi, StagedRow
 from lakewarden.extract.config import LakeFSConfig
+from lakewarden.extract.gc_prepared import GC_COMMITS_CSV, save_gc_commits, write_prepared_staged
 from lakewarden.extract.ranges import RANGES_SCHEMA, RangeCache, decode_range_table, read_metarange
+from lakewarden.extract.refs import InconsistentDump, read_refs_dump
 from lakewarden.extract.storage import MetadataStore, open_store
 from lakewarden.snapshot import arrow_schemas
 
@@ -40,8 +45,10 @@ __all__ = ["ExtractResult", "extract_repository", "SNAPSHOT_SCHEMAS"]
 
 log = logging.getLogger(__name__)
 
-# The snapshot tables' Arrow schemas, derived from models/sources.yml (their one definition).
+#: Arrow schemas of the snapshot tables, derived from models/sources.yml (their one definition).
 SNAPSHOT_SCHEMAS: dict[str, pa.Schema] = arrow_schemas()
+#: Refs dumps tried before a branch or tag on a commit missing from the dump is an error.
+DUMP_ATTEMPTS = 3
 
 
 @dataclass
@@ -55,13 +62,22 @@ class ExtractResult:
     ranges_reused: int = 0
     ranges_read: int = 0
     gc_rules: bool = False
+    lakefs_gc_commits: int | None = None
+    staged_source: str = ""
+    api_calls: int = 0
+    dump_endpoint: str = ""
 
     def summary(self) -> str:
         tables = ", ".join(f"{n} {t}" for t, n in self.rows.items())
+        gc = (
+            f"; gc_rules.json and {GC_COMMITS_CSV} ({self.lakefs_gc_commits} commits lakeFS keeps) written"
+            if self.gc_rules
+            else "; no GC rules set"
+        )
         return (
             f"extracted {self.repository['repository_id']} into {self.snapshot_dir}: {tables}; "
             f"ranges: {self.ranges_total} ({self.ranges_reused} reused from cache, {self.ranges_read} read)"
-            + ("; gc_rules.json written" if self.gc_rules else "; no GC rules set")
+            f"{gc}; staged from {self.staged_source}; {self.api_calls} lakeFS API calls"
         )
 
 
@@ -108,11 +124,12 @@ def _decode_into_cache(store: MetadataStore, cache: RangeCache, range_id: str) -
     return table.num_rows
 
 
-def _worker_decode(namespace: str, local_blockstore: str | None, cache_root: str, range_id: str) -> int:
+def _worker_decode(
+    namespace: str, local_blockstore: str | None, s3_options: dict[str, Any], cache_root: str, range_id: str
+) -> int:
     """Process-pool entry point (stores and caches are rebuilt per process, not pickled)."""
-    return _decode_into_cache(
-        open_store(namespace, local_blockstore=local_blockstore), RangeCache(Path(cache_root)), range_id
-    )
+    store = open_store(namespace, local_blockstore=local_blockstore, s3_options=s3_options)
+    return _decode_into_cache(store, RangeCache(Path(cache_root)), range_id)
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
@@ -130,42 +147,68 @@ def extract_repository(
     cache_dir: Path,
     force: bool = False,
     local_blockstore: str | None = None,
-    include_staged: bool = True,
+    s3_options: Mapping[str, Any] | None = None,
     jobs: int = 1,
+    poll_interval: float = 0.05,
 ) -> ExtractResult:
     """Extract ``repository`` into the snapshot directory ``out`` (see the module docstring)."""
     out = Path(out).absolute()
     _check_output(out, force)
+    s3 = dict(s3_options or {})
 
-    with LakeFSApi(config, repository) as api:
+    with LakeFSApi(config, repository, poll_interval=poll_interval) as api:
         repo = api.repository_info()
-        store = open_store(repo["storage_namespace"], local_blockstore=local_blockstore)
-        branches = api.branches()
-        tags = api.tags()
+        namespace = repo["storage_namespace"]
+        store = open_store(namespace, local_blockstore=local_blockstore, s3_options=s3)
         rules = api.gc_rules()
-        commits = api.commits([b.commit_id for b in branches] + [c for _, c in tags])
-        staged: list[StagedRow] = []
-        if include_staged:
-            for branch in branches:
-                staged.extend(api.staged(branch.branch_id, repo["storage_namespace"]))
-    log.info("read %d branches, %d tags, %d commits from lakeFS", len(branches), len(tags), len(commits))
+        gc_prepared = api.prepare_gc_commits() if rules is not None else None
+        uncommitted = api.prepare_gc_uncommitted()
+        staged_fallback: list[StagedRow] = []
+        if uncommitted is None:
+            log.warning("lakeFS has no prepare_uncommited endpoint: reading staged entries by diff + stat")
+            for branch_id, _ in api.branch_ids(show_hidden=True):
+                staged_fallback.extend(api.staged_by_diff(branch_id, namespace))
+        for attempt in range(1, DUMP_ATTEMPTS + 1):
+            dump = api.dump_refs()
+            try:
+                refs = read_refs_dump(store, dump)
+                break
+            except InconsistentDump as exc:
+                if attempt == DUMP_ATTEMPTS:
+                    raise
+                log.warning("refs dump %d of %d raced with a commit (%s); dumping again", attempt, DUMP_ATTEMPTS, exc)
+        visible = {branch_id for branch_id, _ in api.branch_ids(show_hidden=False)}
+        api_calls = api.calls
+    branches = [BranchRow(b, c, b not in visible) for b, c in sorted(refs.branches.items())]
+    commits = refs.commits
+    log.info("refs dump: %d commits, %d branches, %d tags", len(commits), len(branches), len(refs.tags))
 
     cache = RangeCache(Path(cache_dir))
-    metarange_rows: dict[str, list[str]] = {"meta_range_id": [], "range_id": []}
+    metarange_rows: dict[str, list[str | None]] = {"meta_range_id": [], "range_id": []}
     range_ids: dict[str, None] = {}
     for meta_range_id in sorted({c.meta_range_id for c in commits.values() if c.meta_range_id}):
         listed = read_metarange(store.read(meta_range_id, "metarange"), store.location(meta_range_id))
+        if not listed:  # an empty tree: one row with no range (CONTRACT section 2)
+            metarange_rows["meta_range_id"].append(meta_range_id)
+            metarange_rows["range_id"].append(None)
         metarange_rows["meta_range_id"].extend([meta_range_id] * len(listed))
         metarange_rows["range_id"].extend(listed)
         range_ids.update(dict.fromkeys(listed))
 
-    result = ExtractResult(snapshot_dir=out, repository=repo, ranges_total=len(range_ids))
+    result = ExtractResult(
+        snapshot_dir=out,
+        repository=repo,
+        ranges_total=len(range_ids),
+        api_calls=api_calls,
+        dump_endpoint=dump.endpoint,
+        staged_source="prepare_uncommited" if uncommitted is not None else "diff + stat",
+    )
     missing = [r for r in range_ids if r not in cache]
     result.ranges_reused = len(range_ids) - len(missing)
     result.ranges_read = len(missing)
     log.info("%d ranges: %d cached, %d to read", len(range_ids), result.ranges_reused, len(missing))
     if jobs > 1 and len(missing) > 1:
-        decode = partial(_worker_decode, repo["storage_namespace"], local_blockstore, str(cache_dir))
+        decode = partial(_worker_decode, namespace, local_blockstore, s3, str(cache_dir))
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             list(pool.map(decode, missing, chunksize=4))
     else:
@@ -180,6 +223,8 @@ def extract_repository(
         if rules is not None:
             (tmp / "gc_rules.json").write_text(json.dumps(rules, indent=2) + "\n", encoding="utf-8")
             result.gc_rules = True
+            assert gc_prepared is not None
+            result.lakefs_gc_commits = save_gc_commits(store, gc_prepared, rules, tmp)
         result.rows["commits"] = _write(tmp, "commits", _commit_columns(commits.values()))
         result.rows["branches"] = _write(
             tmp,
@@ -190,6 +235,7 @@ def extract_repository(
                 "hidden": [b.hidden for b in branches],
             },
         )
+        tags = sorted(refs.tags.items())
         result.rows["tags"] = _write(tmp, "tags", {"tag_id": [t for t, _ in tags], "commit_id": [c for _, c in tags]})
         result.rows["metaranges"] = _write(tmp, "metaranges", metarange_rows)
         ranges_dir = tmp / "ranges.parquet"
@@ -202,7 +248,12 @@ def extract_repository(
         if not range_ids:  # an empty folder has no schema; write one empty part
             pq.write_table(RANGES_SCHEMA.empty_table(), ranges_dir / "part-empty.parquet")
         result.rows["ranges"] = total
-        result.rows["staged"] = _write(tmp, "staged", _staged_columns(staged))
+        if uncommitted is not None:
+            result.rows["staged"] = write_prepared_staged(
+                store, uncommitted, tmp / "staged.parquet", SNAPSHOT_SCHEMAS["staged"]
+            )
+        else:
+            result.rows["staged"] = _write(tmp, "staged", _staged_columns(staged_fallback))
         if out.exists():
             old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
             out.rename(old)
