@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pytest
 from pyspark import cloudpickle
@@ -93,6 +94,12 @@ class _RecordingDeleter(Deleter):
         return self.inner.delete_batch(uris)
 
 
+@pytest.fixture(params=["process", "spark"])
+def sweep(request: pytest.FixtureRequest, spark: Any) -> Callable[..., Any]:
+    """``sweep_report`` on one of the two paths: every behaviour below holds for both."""
+    return functools.partial(sweep_report, spark, engine=request.param)
+
+
 # -- tests --------------------------------------------------------------------------------------
 
 
@@ -113,14 +120,14 @@ def _objects(ns: Path, names: Sequence[str]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def test_sweep_deletes_marked_files_and_records_outcomes(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_sweep_deletes_marked_files_and_records_outcomes(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     names = [f"obj-{i:03d}" for i in range(40)] + ['we"ird, name', "new\nline", "ünï côdé"]
     rows = _objects(namespace, names)
     keep = _objects(namespace, ["keep-me"])[0]
     (namespace / "_lakefs" / "meta").write_bytes(b"m")
     report = write_report(tmp_path / "report", namespace.as_uri(), rows)
 
-    result = sweep_report(spark, report, batch_size=7, parallelism=2)
+    result = sweep(report, batch_size=7, parallelism=2)
 
     assert (result.num_marked, result.num_deleted, result.num_failed, result.success) == (len(rows), len(rows), 0, True)
     assert sorted(p.name for p in (namespace / "data").iterdir()) == ["keep-me"]
@@ -135,7 +142,7 @@ def test_sweep_deletes_marked_files_and_records_outcomes(spark: Any, namespace: 
     assert sweep_summary["num_deleted"] == len(rows) and sweep_summary["sweep_id"] == result.sweep_id
 
 
-def test_unsafe_rows_are_recorded_failed_and_never_deleted(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_unsafe_rows_are_recorded_failed_and_never_deleted(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside" / "precious"
     outside.parent.mkdir()
     outside.write_bytes(b"p")
@@ -154,7 +161,7 @@ def test_unsafe_rows_are_recorded_failed_and_never_deleted(spark: Any, namespace
         (ns, "FULL", ns),
     ]
     report = write_report(tmp_path / "report", ns, ok + unsafe)
-    result = sweep_report(spark, report, parallelism=2)
+    result = sweep(report, parallelism=2)
 
     assert (result.num_deleted, result.num_failed, result.success) == (1, len(unsafe), False)
     assert outside.exists() and meta.exists() and Path(victim[2].removeprefix("file://")).exists()
@@ -163,14 +170,14 @@ def test_unsafe_rows_are_recorded_failed_and_never_deleted(spark: Any, namespace
     assert json.loads((report / "summary.json").read_text())["success"] is False
 
 
-def test_killed_sweep_resumes_without_redeleting_or_losing(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_killed_sweep_resumes_without_redeleting_or_losing(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     rows = _objects(namespace, [f"f{i:03d}" for i in range(60)])
     report = write_report(tmp_path / "report", namespace.as_uri(), rows)
     first = Recording(str(tmp_path / "log1"), fail_after=2)
     Path(first.log_dir).mkdir()
 
     with pytest.raises(SweepFailed, match="run the sweep again"):
-        sweep_report(spark, report, batch_size=5, parallelism=2, deleter_factory=first)
+        sweep(report, batch_size=5, parallelism=2, deleter_factory=first)
 
     summary = json.loads((report / "summary.json").read_text())
     assert summary["success"] is False
@@ -181,7 +188,7 @@ def test_killed_sweep_resumes_without_redeleting_or_losing(spark: Any, namespace
 
     second = Recording(str(tmp_path / "log2"))
     Path(second.log_dir).mkdir()
-    result = sweep_report(spark, report, batch_size=5, parallelism=2, deleter_factory=second)
+    result = sweep(report, batch_size=5, parallelism=2, deleter_factory=second)
 
     again = set(second.requested())
     assert not again & recorded, "a re-run never re-deletes what was recorded deleted"
@@ -191,28 +198,28 @@ def test_killed_sweep_resumes_without_redeleting_or_losing(spark: Any, namespace
     assert not any((namespace / "data").iterdir())
     assert len(read_outcomes_csv(report)) == len(rows)
 
-    rerun = sweep_report(spark, report)  # a dry-run report may be swept again: nothing left to do
+    rerun = sweep(report)  # a dry-run report may be swept again: nothing left to do
     assert (rerun.num_attempted, rerun.num_deleted, rerun.success) == (0, len(rows), True)
 
 
-def test_torn_outcome_lines_are_ignored(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_torn_outcome_lines_are_ignored(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     rows = _objects(namespace, ["a", "b"])
     report = write_report(tmp_path / "report", namespace.as_uri(), rows)
     outcomes = report / "sweep" / "outcomes"
     outcomes.mkdir(parents=True)
     line = {"address": "data/a", "physical_address": rows[0][2], "status": "deleted", "reason": "", "ts": 1, "sweep_id": "old"}
     (outcomes / "old-p00000-a0.jsonl").write_text(json.dumps(line) + "\n" + '{"address": "data/b", "physical_address": "fi')
-    result = sweep_report(spark, report)
+    result = sweep(report)
     assert (result.num_attempted, result.num_deleted, result.num_previously_deleted) == (1, 2, 1)
     assert (namespace / "data" / "a").exists(), "recorded as deleted earlier, so not touched again"
     assert not (namespace / "data" / "b").exists()
 
 
-def test_empty_report_and_spark_written_report(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_empty_report_and_spark_written_report(sweep: Any, spark: Any, namespace: Path, tmp_path: Path) -> None:
     from lakewarden.report import Report
 
     empty = write_report(tmp_path / "empty", namespace.as_uri(), [])
-    result = sweep_report(spark, empty)
+    result = sweep(empty)
     assert (result.num_marked, result.success) == (0, True)
     assert read_outcomes_csv(empty) == []
 
@@ -223,35 +230,35 @@ def test_empty_report_and_spark_written_report(spark: Any, namespace: Path, tmp_
         storage_namespace=namespace.as_uri(),
     )
     report.write_addresses(spark.createDataFrame(rows, "address string, address_type string, physical_address string"))
-    result = sweep_report(spark, directory)
+    result = sweep(directory)
     assert (result.num_deleted, result.success) == (3, True)
 
 
-def test_bad_input(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_bad_input(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="does not exist"):
-        sweep_report(spark, tmp_path / "nope")
+        sweep(tmp_path / "nope")
     no_csv = write_report(tmp_path / "no-csv", namespace.as_uri(), [])
     (no_csv / "addresses.csv").unlink()
     with pytest.raises(BadInput, match="addresses.csv: missing"):
-        sweep_report(spark, no_csv)
+        sweep(no_csv)
     bad_columns = write_report(tmp_path / "bad-columns", namespace.as_uri(), [])
     (bad_columns / "addresses.csv").write_text("address,size\nx,1\n")
     with pytest.raises(BadInput, match="address_type"):
-        sweep_report(spark, bad_columns)
+        sweep(bad_columns)
     no_ns = write_report(tmp_path / "no-ns", namespace.as_uri(), [])
     (no_ns / "summary.json").write_text(json.dumps({"run_id": "r", "dry_run": True}))
     with pytest.raises(BadInput, match="storage_namespace"):
-        sweep_report(spark, no_ns)
+        sweep(no_ns)
     with pytest.raises(BadInput, match="no deleter for scheme"):
-        sweep_report(spark, write_report(tmp_path / "gs", "gs://bucket/ns", []))
+        sweep(write_report(tmp_path / "gs", "gs://bucket/ns", []))
 
     swept = write_report(tmp_path / "swept", namespace.as_uri(), _objects(namespace, ["z"]), dry_run=False)
-    assert sweep_report(spark, swept).success
+    assert sweep(swept).success
     with pytest.raises(BadInput, match="already swept"):
-        sweep_report(spark, swept)
+        sweep(swept)
 
 
-def test_cli(spark: Any, namespace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli(namespace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from lakewarden.cli import main
 
     assert main(["sweep", "--report", str(tmp_path / "missing")]) == 2
