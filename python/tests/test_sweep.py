@@ -180,7 +180,8 @@ def test_killed_sweep_resumes_without_redeleting_or_losing(sweep: Any, namespace
         sweep(report, batch_size=5, parallelism=2, deleter_factory=first)
 
     summary = json.loads((report / "summary.json").read_text())
-    assert summary["success"] is False
+    assert (summary["success"], summary["status"]) == (False, "sweep_failed")
+    assert summary["error"].startswith("sweep: ") and summary["finished_at"]
     recorded = {o["physical_address"] for o in read_outcomes_csv(report) if o["status"] == "deleted"}
     assert 0 < len(recorded) < len(rows)
     remaining = sorted(p.name for p in (namespace / "data").iterdir())
@@ -197,6 +198,10 @@ def test_killed_sweep_resumes_without_redeleting_or_losing(sweep: Any, namespace
     assert result.num_previously_deleted == len(recorded)
     assert not any((namespace / "data").iterdir())
     assert len(read_outcomes_csv(report)) == len(rows)
+    resumed = json.loads((report / "summary.json").read_text())
+    assert (resumed["status"], resumed["success"], resumed["sweep_count"]) == ("swept", True, 2)
+    assert resumed["resumed_from"] == summary["sweep_id"] and resumed["sweep_id"] == result.sweep_id
+    assert "lock_taken_over" not in resumed, "the failed sweep released its lock"
 
     rerun = sweep(report)  # a dry-run report may be swept again: nothing left to do
     assert (rerun.num_attempted, rerun.num_deleted, rerun.success) == (0, len(rows), True)

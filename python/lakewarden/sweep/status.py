@@ -11,7 +11,6 @@ a reader sees the old or the new summary, never half of one.
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
 SWEEPING = "sweeping"
 SWEPT = "swept"
 SWEEP_FAILED = "sweep_failed"
-#: progress rewrites at most this often (the final write is never skipped)
-MIN_WRITE_INTERVAL = 0.2
 
 
 class SweepStatus:
@@ -43,7 +40,6 @@ class SweepStatus:
         self.deleted = 0
         self.failed = 0
         self._lock = threading.Lock()
-        self._last_write = 0.0
 
     def start(self, *, num_marked: int | None, previously_deleted: int, lock_taken_over: dict[str, Any] | None) -> None:
         """Say a sweep started: before the first delete, after the lock is held."""
@@ -63,8 +59,10 @@ class SweepStatus:
             "num_deleted": previously_deleted,
             "num_failed": 0,
         }
-        if before.get("status") not in (SWEEPING, SWEPT, SWEEP_FAILED):
-            fields["marked_status"] = before.get("status")  # what the job said before any sweep
+        if "marked_finished_at" not in before:  # what the job said before any sweep
+            fields["marked_status"] = before.get("status")
+            fields["marked_finished_at"] = before.get("finished_at")
+        fields["finished_at"] = None  # the run is not finished while its sweep runs
         if lock_taken_over:
             fields["lock_taken_over"] = {**lock_taken_over, "by_sweep_id": self.sweep_id}
         self.summary.update(fields)
@@ -84,25 +82,26 @@ class SweepStatus:
                 "lock_taken_over": fields.get("lock_taken_over"),
             }
         )
-        self._write_report_summary(force=True)
+        self._write_report_summary()
 
     def progress(self, deleted: int, failed: int) -> None:
-        """Add what a recorded batch did; rewrite the summary (at most every 0.2 s)."""
+        """Add what a recorded batch did and rewrite the summary (a batch is up to 1,000
+        addresses, so this is one small atomic write per thousand deletes)."""
         with self._lock:
             self.deleted += deleted
             self.failed += failed
-            self._write_report_summary(force=False)
+            self._write_report_summary()
 
     def set_counts(self, deleted: int, failed: int) -> None:
         """Replace this sweep's counts (the distributed path polls totals); rewrite if changed."""
         with self._lock:
             if (deleted, failed) != (self.deleted, self.failed):
                 self.deleted, self.failed = deleted, failed
-                self._write_report_summary(force=False)
+                self._write_report_summary()
 
     def flush(self) -> None:
         with self._lock:
-            self._write_report_summary(force=True)
+            self._write_report_summary()
 
     def finish(self, result: "SweepResult", extra: dict[str, Any] | None = None) -> None:
         """The last word: ``swept`` or ``sweep_failed`` with the merged counts."""
@@ -125,14 +124,10 @@ class SweepStatus:
             )
             write_json_atomic(self.report.summary_file, self.summary)
 
-    def _write_report_summary(self, *, force: bool) -> None:
-        now = time.monotonic()
-        if not force and now - self._last_write < MIN_WRITE_INTERVAL:
-            return
+    def _write_report_summary(self) -> None:
         self.summary["num_deleted"] = self.previously_deleted + self.deleted
         self.summary["num_failed"] = self.failed
         write_json_atomic(self.report.summary_file, self.summary)
-        self._last_write = now
 
     def _write_sweep_summary(self, document: dict[str, Any]) -> None:
         write_json_atomic(self.report.sweep_dir / SUMMARY_FILE, document)
