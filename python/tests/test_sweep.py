@@ -100,6 +100,44 @@ def sweep(request: pytest.FixtureRequest, spark: Any) -> Callable[..., Any]:
     return functools.partial(sweep_report, spark, engine=request.param)
 
 
+@dataclass(frozen=True)
+class Peeking:
+    """Deleter factory: before each batch, notes what the report's summary says and how many
+    addresses the outcome records hold as deleted at that moment."""
+
+    report_dir: str
+    log_dir: str
+
+    def __call__(self, storage_namespace: str, **options: Any) -> Deleter:
+        return _PeekingDeleter(deleter_for(storage_namespace, **options), self)
+
+    def peeks(self) -> list[dict[str, Any]]:
+        lines: list[str] = []
+        for path in Path(self.log_dir).glob("*.jsonl"):
+            lines += path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines]
+
+
+class _PeekingDeleter(Deleter):
+    def __init__(self, inner: Deleter, spec: Peeking):
+        super().__init__(inner.storage_namespace)
+        self.inner, self.spec = inner, spec
+        self.max_batch, self.max_concurrency = inner.max_batch, inner.max_concurrency
+        self.log = Path(spec.log_dir) / f"{os.getpid()}-{uuid.uuid4().hex}.jsonl"
+
+    def delete_batch(self, uris: Sequence[str]) -> list[DeleteOutcome]:
+        report = Path(self.spec.report_dir)
+        summary = json.loads((report / "summary.json").read_text(encoding="utf-8"))
+        recorded: set[str] = set()
+        for path in (report / "sweep" / "outcomes").glob("*.jsonl"):
+            for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+                if line.endswith("\n") and json.loads(line)["status"] == "deleted":
+                    recorded.add(json.loads(line)["address"])
+        with open(self.log, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"summary": summary, "recorded_deleted": len(recorded)}) + "\n")
+        return self.inner.delete_batch(uris)
+
+
 # -- tests --------------------------------------------------------------------------------------
 
 
@@ -272,3 +310,26 @@ def test_cli(namespace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["sweep", "--report", str(report), "--parallelism", "1"]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (printed["num_deleted"], printed["success"]) == (2, True)
+
+
+def test_summary_is_true_while_the_sweep_runs(sweep: Any, namespace: Path, tmp_path: Path) -> None:
+    rows = _objects(namespace, [f"t{i:03d}" for i in range(60)])
+    report = write_report(tmp_path / "report", namespace.as_uri(), rows)
+    peeking = Peeking(str(report), str(tmp_path / "peeks"))
+    Path(peeking.log_dir).mkdir()
+
+    result = sweep(report, batch_size=6, parallelism=2, deleter_factory=peeking)
+
+    peeks = peeking.peeks()
+    assert len(peeks) == 10, "one look per batch"
+    for peek in peeks:
+        seen = peek["summary"]
+        assert (seen["status"], seen["success"], seen["finished_at"]) == ("sweeping", False, None)
+        assert seen["sweep_id"] == result.sweep_id and seen["sweep_started_at"] == result.started_at
+        assert seen["num_deleted"] <= peek["recorded_deleted"], "never more than the records hold"
+        assert seen["num_failed"] == 0
+    if sweep.keywords["engine"] == "process":  # one batch at a time: counted as each lands
+        assert sorted(p["summary"]["num_deleted"] for p in peeks) == list(range(0, 60, 6))
+    final = json.loads((report / "summary.json").read_text())
+    assert (final["status"], final["success"], final["num_deleted"], final["sweep_count"]) == ("swept", True, 60, 1)
+    assert final["resumed_from"] is None and final["marked_finished_at"] == "2026-01-01T00:00:01Z"
