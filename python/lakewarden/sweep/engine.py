@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
-from lakewarden.deleters.base import DeleteOutcome, Deleter
+from lakewarden.deleters.base import DeleteOutcome, Deleter, cached_unsafe_reason
 from lakewarden.errors import LakewardenError
-from lakewarden.safety import parse_uri, resolve_physical, unsafe_reason
+from lakewarden.safety import parse_uri, resolve_physical
 from lakewarden.sweep.hooks import hold
 
 #: Spark schema of one outcome record (the JSON Lines both paths append).
@@ -114,7 +114,7 @@ class RowChecker:
             return "unsafe: missing physical_address"
         if not isinstance(address, str) or not address:
             return "unsafe: missing address"
-        reason = unsafe_reason(physical, self.storage_namespace)
+        reason = cached_unsafe_reason(physical, self.storage_namespace)
         if reason is not None:
             return f"unsafe: {reason}"
         try:
