@@ -4,9 +4,9 @@ Rules (prefix, days, per-branch days) expire objects by age. Every step is a dbt
 ``models/lifecycle`` (policy table, current_rule, per-branch last_deleted, potential commits,
 addresses to remove, deduplications); this module validates the policy, records the run in the
 ledger, runs the models, writes the report and the lakeFS-style outputs under
-``<ns>/_lakefs/retention/lc/``, sweeps, and records how the run ended. Only a run that was not
-a dry run and whose sweep deleted every marked address counts as "the last run that deleted":
-the next run starts from its cutoffs (incremental) unless ``--full``.
+``<ns>/_lakefs/retention/lc/``, sweeps, and records how the run ended. Only a run whose sweep
+deleted every marked address (its own, or for a dry run a later ``lakewarden sweep``) counts as
+"the last run that deleted": the next run starts from its cutoffs (incremental) unless ``--full``.
 """
 
 from __future__ import annotations
@@ -193,6 +193,10 @@ def mark_lifecycle(
     ledger = RunLedger(context, potential_mode=potential_mode, full=full)
     try:
         write_policy_table(context, policy)
+        # dry runs swept completely since by 'lakewarden sweep' count as deleting runs
+        from lakewarden.sweep.ledger import import_lifecycle_sweeps
+
+        import_lifecycle_sweeps(context.spark, context.state, EVENTS_TABLE, ledger.ddl, ledger.columns)
         ledger.record("running")
         context.build_models(MARK_MODELS, lifecycle_potential_commits=potential_mode, lifecycle_full=full)
         figures = _figures(context)
