@@ -90,6 +90,9 @@ def sweep_report(
     if batch_size < 1:
         raise BadInput("must be at least 1", field="batch_size")
     options = clean_options(deleter_options)
+    if report.summary.get("local_blockstore") and "local_blockstore" not in options:
+        # a local:// namespace: the job recorded the server's blockstore.local.path
+        options["local_blockstore"] = report.summary["local_blockstore"]
     deleter_factory(report.storage_namespace, **options).close()  # bad namespace/options: fail before any work
     count_rows(report, limit=0)  # addresses.csv's header: bad input before the lock or any write
     chosen = choose_engine(report, engine, process_max=process_max)
