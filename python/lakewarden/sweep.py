@@ -576,6 +576,9 @@ def _finalize(
     if error is not None:
         summary["error"] = f"sweep: {error}"
     write_json_atomic(report.path / SUMMARY_FILE, summary)
+    from lakewarden.report_html import write_report_html  # the page shows the sweep's outcome
+
+    write_report_html(report.path)
     log.info(
         "sweep %s: %d deleted (%d before this run), %d failed of %d marked in %.1fs",
         sweep_id, num_deleted, previously, num_failed, result.num_marked, seconds,

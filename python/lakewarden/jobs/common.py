@@ -90,6 +90,15 @@ class JobContext:
     state: Path
     spark: "SparkSession"
     snapshot: LoadedSnapshot
+    snapshot_dir: Path | None = None
+
+    def report_fields(self) -> dict[str, str]:
+        """Where the snapshot and the state dir are, for the summary: report.html and
+        ``lakewarden explain`` read them after the run, without Spark."""
+        fields = {"state_dir": str(self.state)}
+        if self.snapshot_dir is not None:
+            fields["snapshot_dir"] = str(Path(self.snapshot_dir).resolve())
+        return fields
 
     @property
     def storage_namespace(self) -> str:
@@ -165,4 +174,5 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         state=state,
         spark=spark,
         snapshot=snapshot,
+        snapshot_dir=snapshot_dir,
     )

@@ -93,6 +93,7 @@ def mark_committed(
         now=rfc3339(context.now),
         repository_id=repository.repository_id,
         storage_namespace=repository.storage_namespace,
+        **context.report_fields(),
         rules=None if rules is None else {"default_retention_days": rules.default_retention_days, "branches": rules.branch_retention_days},
         retain_tags=retain_tags,
     )

@@ -247,6 +247,7 @@ def mark_uncommitted(
         now=rfc3339(context.now),
         repository_id=repository.repository_id,
         storage_namespace=repository.storage_namespace,
+        **context.report_fields(),
         run_mode=mode,
         run_mode_reason=mode_reason,
         min_age_seconds=int(min_age.total_seconds()),
