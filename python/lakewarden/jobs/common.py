@@ -96,6 +96,18 @@ class JobContext:
     lakefs_kept: LakeFSKept | None = None
     #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
     local_blockstore: str | None = None
+    snapshot_dir: Path | None = None
+
+    def report_fields(self) -> dict[str, str]:
+        """Where the snapshot and the state dir are, for the summary: report.html and
+        ``lakewarden explain`` read them after the run, without Spark; and, for a local://
+        namespace, the blockstore directory the sweep deletes under."""
+        fields = {"state_dir": str(self.state)}
+        if self.local_blockstore is not None:  # the sweep's way to a local:// namespace
+            fields["local_blockstore"] = self.local_blockstore
+        if self.snapshot_dir is not None:
+            fields["snapshot_dir"] = str(Path(self.snapshot_dir).resolve())
+        return fields
 
     @property
     def storage_namespace(self) -> str:
@@ -183,4 +195,5 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         snapshot=snapshot,
         lakefs_kept=lakefs_kept,
         local_blockstore=None if root is None else str(root),
+        snapshot_dir=snapshot_dir,
     )

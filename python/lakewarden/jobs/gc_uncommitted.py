@@ -250,7 +250,7 @@ def mark_uncommitted(
         now=rfc3339(context.now),
         repository_id=repository.repository_id,
         storage_namespace=repository.storage_namespace,
-        local_blockstore=context.local_blockstore,  # the sweep's way to a local:// namespace
+        **context.report_fields(),
         run_mode=mode,
         run_mode_reason=mode_reason,
         min_age_seconds=int(min_age.total_seconds()),

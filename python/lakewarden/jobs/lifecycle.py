@@ -185,7 +185,7 @@ def mark_lifecycle(
         now=rfc3339(context.now),
         repository_id=repository.repository_id,
         storage_namespace=repository.storage_namespace,
-        local_blockstore=context.local_blockstore,  # the sweep's way to a local:// namespace
+        **context.report_fields(),
         policy=policy.to_json(),
         potential_mode=potential_mode,
         full_run=full,

@@ -83,6 +83,7 @@ class SweepStatus:
             }
         )
         self._write_report_summary()
+        self._refresh_page()
 
     def progress(self, deleted: int, failed: int) -> None:
         """Add what a recorded batch did and rewrite the summary (a batch is up to 1,000
@@ -123,6 +124,15 @@ class SweepStatus:
                 ),
             )
             write_json_atomic(self.report.summary_file, self.summary)
+        self._refresh_page()
+
+    def _refresh_page(self) -> None:
+        """report.html says what summary.json says (at the start and the end of a sweep; not per
+        batch: drawing the page costs more than a batch). Never fails the sweep."""
+        if (self.report.path / "report.html").exists():
+            from lakewarden.report_html import write_report_html
+
+            write_report_html(self.report.path)
 
     def _write_report_summary(self) -> None:
         self.summary["num_deleted"] = self.previously_deleted + self.deleted
