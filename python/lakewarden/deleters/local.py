@@ -62,7 +62,8 @@ class LocalDeleter(Deleter):
         except NotADirectoryError:
             return every(lambda uri: DeleteOutcome.deleted(uri, "already absent (parent is not a directory)"))
         except OSError as exc:
-            return every(lambda uri: DeleteOutcome.failed(uri, f"cannot open parent directory: {exc.strerror or exc}"))
+            reason = f"cannot open parent directory: {exc.strerror or exc}"
+            return every(lambda uri: DeleteOutcome.failed(uri, reason))
         try:
             real_parent = os.readlink(f"/proc/self/fd/{dir_fd}") if _PROC_FD else os.path.realpath(parent)
             relative_dir = os.path.relpath(real_parent, real_root)

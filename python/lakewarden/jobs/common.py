@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
@@ -20,6 +20,8 @@ from lakewarden.spark_session import get_or_create, state_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
+
+    from lakewarden.report import Report
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +110,24 @@ class JobContext:
         if self.snapshot_dir is not None:
             fields["snapshot_dir"] = str(Path(self.snapshot_dir).resolve())
         return fields
+
+    def create_report(self, directory: Path, **job_fields: Any) -> "Report":
+        """This run's report directory, its summary saying the run started (``success: false``):
+        the fields every job's summary has, then the job's own."""
+        from lakewarden.report import Report
+
+        repository = self.snapshot.repository
+        return Report.create(
+            directory,
+            run_id=self.run_id,
+            job=self.job,
+            dry_run=self.dry_run,
+            now=rfc3339(self.now),
+            repository_id=repository.repository_id,
+            storage_namespace=repository.storage_namespace,
+            **self.report_fields(),
+            **job_fields,
+        )
 
     @property
     def storage_namespace(self) -> str:

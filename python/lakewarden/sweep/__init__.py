@@ -17,7 +17,6 @@ A sweep of a lifecycle dry run that deleted everything is recorded for the run l
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from lakewarden.deleters.base import Deleter, clean_options, deleter_for
