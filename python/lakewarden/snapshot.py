@@ -40,7 +40,9 @@ NOT_NULL = {
     # range_id null = an empty metarange (CONTRACT 2): lakeFS writes one when a commit empties the tree
     "metaranges": ("meta_range_id",),
     "ranges": ("range_id", "key", "address", "address_type"),
-    "staged": ("branch_id", "key", "address", "address_type"),
+    # branch_id and key may be null: lakeFS's prepare_uncommited lists staged physical
+    # addresses without them (extract keeps them so); the address alone protects the object
+    "staged": ("address", "address_type"),
 }
 ADDRESS_TYPES = ("RELATIVE", "FULL", "BY_PREFIX_DEPRECATED")
 
