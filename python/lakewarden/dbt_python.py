@@ -35,7 +35,7 @@ def load_graph(commits: "DataFrame") -> CommitGraph:
 
 
 def active_commits_frame(session: "SparkSession", commits: "DataFrame", start_points: "DataFrame") -> "DataFrame":
-    """Rows of ``int_gc_active_commits``: commit_id, activated_by_commit_id, activated_by_branch_id,
+    """Rows of ``int_gc_committed__active_commits``: commit_id, activated_by_commit_id, activated_by_branch_id,
     activation_kind (``start`` for the start point itself, ``first_parent_walk`` otherwise)."""
     graph = load_graph(commits)
     starts_table = start_points.select("start_commit_id", "branch_id", "expiration_threshold").toArrow()
@@ -66,7 +66,7 @@ def active_commits_frame(session: "SparkSession", commits: "DataFrame", start_po
 
 
 def commit_branch_sets_frame(session: "SparkSession", commits: "DataFrame", branches: "DataFrame") -> "DataFrame":
-    """Rows of ``int_commit_branch_sets``: commit_id, branch_set_id."""
+    """Rows of ``int_graph__commit_branch_sets``: commit_id, branch_set_id."""
     reach = _reachability(commits, branches)
     table = pa.table(
         {
@@ -78,7 +78,7 @@ def commit_branch_sets_frame(session: "SparkSession", commits: "DataFrame", bran
 
 
 def branch_set_members_frame(session: "SparkSession", commits: "DataFrame", branches: "DataFrame") -> "DataFrame":
-    """Rows of ``int_branch_set_members``: branch_set_id, branch_id (none for the empty set)."""
+    """Rows of ``int_graph__branch_set_members``: branch_set_id, branch_id (none for the empty set)."""
     reach = _reachability(commits, branches)
     set_ids: list[str] = []
     branch_ids: list[str | None] = []

@@ -183,10 +183,10 @@ def test_plain_dbt_build_passes_including_python_models_and_unit_tests(spark, te
     assert run_gc(sample, test_state_dir, report, "--now", rfc3339(sample.end + timedelta(days=1)), "--dry-run") == 0
     results = run_dbt(["build"], state=test_state_dir, variables={"now": rfc3339(sample.end + timedelta(days=1))})
     names = {r.node.name for r in results.results}
-    assert {"int_commit_branch_sets", "int_branch_set_members", "int_gc_active_commits"} <= names
+    assert {"int_graph__commit_branch_sets", "int_graph__branch_set_members", "int_gc_committed__active_commits"} <= names
     assert any(r.node.resource_type == "unit_test" for r in results.results)
     assert all(str(r.status) in ("success", "pass") for r in results.results)
-    members = spark.table("lakewarden.int_branch_set_members")
+    members = spark.table("lakewarden.int_graph__branch_set_members")
     assert members.where("branch_id = 'main'").count() >= 1
 
 

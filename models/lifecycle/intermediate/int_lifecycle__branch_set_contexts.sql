@@ -8,7 +8,7 @@ with
 
 members as (
 
-    select * from {{ ref('int_branch_set_members') }}
+    select * from {{ ref('int_graph__branch_set_members') }}
 
 ),
 

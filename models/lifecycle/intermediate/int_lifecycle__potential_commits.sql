@@ -25,7 +25,7 @@ commits as (
 
 commit_branch_sets as (
 
-    select * from {{ ref('int_commit_branch_sets') }}
+    select * from {{ ref('int_graph__commit_branch_sets') }}
 
 ),
 

@@ -33,7 +33,7 @@ from lakewarden.report import Report, local_path, write_json_atomic
 log = logging.getLogger(__name__)
 
 JOB = "gc-uncommitted"
-MARK_MODELS = "+uncommitted_gc_run"
+MARK_MODELS = "+uncommitted_gc_run +uncommitted_gc_read_ranges"
 DEFAULT_MIN_AGE = "24h"
 #: Below this, objects still being uploaded (lakeFS upload tokens, multipart uploads) could go.
 MIN_SAFE_AGE = timedelta(hours=1)
@@ -303,7 +303,7 @@ def mark_uncommitted(
         context.table("uncommitted_gc_inventory").select(
             "physical_address", F.col("size_bytes").alias("size"), F.col("last_modified_at").alias("last_modified")
         ).write.mode("overwrite").parquet(str(inventory_dir))
-        context.table("int_uncommitted__listed_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
+        context.table("uncommitted_gc_read_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
         marked.select("address").write.mode("overwrite").parquet(str(output_dir / "deleted"))
         phase("outputs")
         last_commit_at = _utc(run["last_commit_created_at"])

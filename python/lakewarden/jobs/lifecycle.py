@@ -28,7 +28,7 @@ from lakewarden.snapshot import source_columns, source_ddl
 log = logging.getLogger(__name__)
 
 JOB = "lifecycle"
-MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats"
+MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures"
 RULES_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_policy_rules"
 EVENTS_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_run_events"
 POTENTIAL_MODES = ("complete", "seed")
@@ -237,24 +237,17 @@ def mark_lifecycle(
 
 
 def _figures(context: JobContext) -> dict[str, Any]:
-    """What the run looked at, for the summary and the console."""
-    from pyspark.sql import functions as F
-
-    commits = context.table("int_lifecycle__potential_commits").agg(
-        F.count("*").alias("commits"), F.sum(F.col("is_potential").cast("int")).alias("potential")
-    ).first()
-    ranges = context.table("int_lifecycle__range_branches").agg(
-        F.count("*").alias("ranges"), F.sum(F.col("is_potential").cast("int")).alias("potential")
-    ).first()
-    previous = context.table("int_lifecycle__current_rule").agg(F.max("last_deleted_run_id").alias("run")).first()
+    """What the run looked at, for the summary and the console (the lifecycle_run_figures mart)."""
+    row = context.table("lifecycle_run_figures").first()
+    figures = row.asDict() if row is not None else {}
     return {
-        "commits": int(commits["commits"] or 0),
-        "potential_commits": int(commits["potential"] or 0),
-        "ranges": int(ranges["ranges"] or 0),
-        "potential_ranges": int(ranges["potential"] or 0),
-        "paths_newly_expired": context.table("int_lifecycle__addresses_to_remove").count(),
-        "addresses_kept_for_duplicates": context.table("int_lifecycle__deduplications").count(),
-        "last_deleting_run_id": previous["run"],
+        "commits": int(figures.get("commits") or 0),
+        "potential_commits": int(figures.get("potential_commits") or 0),
+        "ranges": int(figures.get("ranges") or 0),
+        "potential_ranges": int(figures.get("potential_ranges") or 0),
+        "paths_newly_expired": int(figures.get("paths_newly_expired") or 0),
+        "addresses_kept_for_duplicates": int(figures.get("addresses_kept_for_duplicates") or 0),
+        "last_deleting_run_id": figures.get("last_deleting_run_id"),
     }
 
 

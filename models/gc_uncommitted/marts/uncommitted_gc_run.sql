@@ -15,7 +15,7 @@ commits as (
 
 listed_ranges as (
 
-    select * from {{ ref('int_uncommitted__listed_ranges') }}
+    select * from {{ ref('int_gc_uncommitted__listed_ranges') }}
 
 ),
 

@@ -11,7 +11,7 @@ commits as (
 
 branch_retention as (
 
-    select * from {{ ref('int_gc_branch_retention') }}
+    select * from {{ ref('int_gc_committed__branch_retention') }}
 
 ),
 

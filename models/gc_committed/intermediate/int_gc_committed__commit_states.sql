@@ -10,7 +10,7 @@ commits as (
 
 active_commits as (
 
-    select * from {{ ref('int_gc_active_commits') }}
+    select * from {{ ref('int_gc_committed__active_commits') }}
 
 ),
 

@@ -6,13 +6,13 @@ with
 
 expired_entries as (
 
-    select * from {{ ref('int_gc_expired_entries') }}
+    select * from {{ ref('int_gc_committed__expired_entries') }}
 
 ),
 
 rescued as (
 
-    select * from {{ ref('int_gc_rescued_addresses') }}
+    select * from {{ ref('int_gc_committed__rescued_addresses') }}
 
 ),
 

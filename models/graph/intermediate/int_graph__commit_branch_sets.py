@@ -1,6 +1,6 @@
 """One row per commit: the id of the set of branches that reach it through any parent.
 
-Reachability is stored as commit -> branch-set id (plus int_branch_set_members), never as
+Reachability is stored as commit -> branch-set id (plus int_graph__branch_set_members), never as
 commit x branch rows: thousands of branches times a million commits would not fit.
 """
 

@@ -10,19 +10,19 @@ with
 
 candidate_objects as (
 
-    select * from {{ ref('int_uncommitted__candidate_objects') }}
+    select * from {{ ref('int_gc_uncommitted__candidate_objects') }}
 
 ),
 
 committed_references as (
 
-    select * from {{ ref('int_uncommitted__committed_references') }}
+    select * from {{ ref('int_gc_uncommitted__committed_references') }}
 
 ),
 
 staged_references as (
 
-    select * from {{ ref('int_uncommitted__staged_references') }}
+    select * from {{ ref('int_gc_uncommitted__staged_references') }}
 
 ),
 

@@ -12,7 +12,7 @@ repository as (
 
 range_liveness as (
 
-    select * from {{ ref('int_gc_range_liveness') }}
+    select * from {{ ref('int_gc_committed__range_liveness') }}
 
 ),
 

@@ -10,5 +10,5 @@ from lakewarden.dbt_python import active_commits_frame
 def model(dbt, session):
     dbt.config(materialized="table", file_format="parquet")
     commits = dbt.ref("stg_lakefs__commits")
-    start_points = dbt.ref("int_gc_start_points")
+    start_points = dbt.ref("int_gc_committed__start_points")
     return active_commits_frame(session, commits, start_points)

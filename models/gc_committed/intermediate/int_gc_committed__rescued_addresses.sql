@@ -1,4 +1,4 @@
--- One row per candidate key (int_gc_expired_entries.address_key) that a live reference also
+-- One row per candidate key (int_gc_committed__expired_entries.address_key) that a live reference also
 -- has: an entry of a range an active commit lists, or a staged entry. Only keys of candidates
 -- are kept (a semi join against the small candidate side), so the live side is streamed once
 -- and never shuffled whole. Keys are 64-bit hashes of the normalised address: a collision
@@ -14,7 +14,7 @@ repository as (
 
 range_liveness as (
 
-    select * from {{ ref('int_gc_range_liveness') }}
+    select * from {{ ref('int_gc_committed__range_liveness') }}
 
 ),
 
@@ -32,7 +32,7 @@ staged as (
 
 candidates as (
 
-    select distinct address_key from {{ ref('int_gc_expired_entries') }}
+    select distinct address_key from {{ ref('int_gc_committed__expired_entries') }}
 
 ),
 

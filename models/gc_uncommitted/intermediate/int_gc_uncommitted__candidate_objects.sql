@@ -14,7 +14,7 @@ with
 
 storage_objects as (
 
-    select * from {{ ref('int_uncommitted__storage_objects') }}
+    select * from {{ ref('int_gc_uncommitted__storage_objects') }}
 
 ),
 

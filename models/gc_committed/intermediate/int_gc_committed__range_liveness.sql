@@ -3,9 +3,9 @@
 
 with
 
-gc_commits as (
+commit_states as (
 
-    select * from {{ ref('gc_commits') }}
+    select * from {{ ref('int_gc_committed__commit_states') }}
 
 ),
 
@@ -19,9 +19,9 @@ commit_ranges as (
 
     select
         metaranges.range_id,
-        gc_commits.is_active
-    from gc_commits
-    inner join metaranges on gc_commits.meta_range_id = metaranges.meta_range_id
+        commit_states.is_active
+    from commit_states
+    inner join metaranges on commit_states.meta_range_id = metaranges.meta_range_id
 
 ),
 
