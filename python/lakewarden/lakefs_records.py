@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError
 
 from lakewarden.lakefs_proto import catalog_pb2, committed_pb2, graveler_pb2
 from lakewarden.sstable import SSTableError, SSTableReader
+from lakewarden.varint import read_svarint, write_svarint
 
 __all__ = [
     "RecordError",
@@ -63,34 +64,6 @@ class RecordError(SSTableError):
 # -- value framing -----------------------------------------------------------------------------
 
 
-def _read_signed_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Decode a zig-zag signed varint (Go's ``binary.Varint``)."""
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-    return (result >> 1) ^ -(result & 1), pos
-
-
-def _write_signed_varint(value: int) -> bytes:
-    """Encode a zig-zag signed varint (Go's ``binary.PutVarint``)."""
-    n = (value << 1) ^ (value >> 63)
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def decode_value(raw: bytes) -> tuple[bytes, bytes]:
     """Split a lakeFS value into ``(identity, data)``.
 
@@ -102,7 +75,7 @@ def decode_value(raw: bytes) -> tuple[bytes, bytes]:
         if b < 0x80:
             ilen, pos = (b >> 1) ^ -(b & 1), 1
         else:
-            ilen, pos = _read_signed_varint(raw, 0)
+            ilen, pos = read_svarint(raw, 0)
         if ilen < 0:
             raise ValueError("negative identity length")
         ident_start = pos
@@ -111,7 +84,7 @@ def decode_value(raw: bytes) -> tuple[bytes, bytes]:
         if b < 0x80:
             dlen, pos = (b >> 1) ^ -(b & 1), ident_end + 1
         else:
-            dlen, pos = _read_signed_varint(raw, ident_end)
+            dlen, pos = read_svarint(raw, ident_end)
         if dlen < 0:
             raise ValueError("negative data length")
         end = pos + dlen
@@ -124,7 +97,7 @@ def decode_value(raw: bytes) -> tuple[bytes, bytes]:
 
 def encode_value(identity: bytes, data: bytes) -> bytes:
     """Frame ``identity`` and ``data`` as a lakeFS value (inverse of :func:`decode_value`)."""
-    return _write_signed_varint(len(identity)) + identity + _write_signed_varint(len(data)) + data
+    return write_svarint(len(identity)) + identity + write_svarint(len(data)) + data
 
 
 # -- record decoders ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Final, Union
 import google_crc32c
 
 from lakewarden.errors import BadInput
+from lakewarden.varint import read_uvarint
 
 __all__ = [
     "SSTableError",
@@ -134,25 +135,6 @@ def unmask_crc(masked: int) -> int:
     """Inverse of :func:`mask_crc`."""
     rot = (masked - _CRC_MASK_DELTA) & _U32
     return ((rot >> 17) | (rot << 15)) & _U32
-
-
-def read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """Decode an unsigned LEB128 varint at ``pos``; return ``(value, next_pos)``.
-
-    Raises ``IndexError`` past the end and ``ValueError`` for a varint longer than 10 bytes;
-    callers turn both into :class:`SSTableError` with their own context.
-    """
-    result = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
 
 
 @dataclass(frozen=True, slots=True)

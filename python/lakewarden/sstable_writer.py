@@ -33,7 +33,11 @@ from typing import Any, BinaryIO, Final, Union
 import google_crc32c
 
 from lakewarden.lakefs_proto import catalog_pb2, committed_pb2, graveler_pb2
-from lakewarden.lakefs_records import TABLE_TYPE_METARANGES, TABLE_TYPE_RANGES, encode_value
+from lakewarden.lakefs_records import (
+    TABLE_TYPE_METARANGES,
+    TABLE_TYPE_RANGES,
+    encode_value,
+)
 from lakewarden.sstable import (
     BLOCK_BASED_MAGIC,
     CHECKSUM_CRC32C,
@@ -44,6 +48,7 @@ from lakewarden.sstable import (
     BlockHandle,
     mask_crc,
 )
+from lakewarden.varint import write_uvarint
 
 __all__ = [
     "SSTableWriter",
@@ -63,17 +68,8 @@ _FIXED64: Final = frozenset({"rocksdb.external_sst_file.global_seqno"})
 PropertyInput = Union[int, str, bytes]
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _encode_handle(handle: BlockHandle) -> bytes:
-    return _uvarint(handle.offset) + _uvarint(handle.size)
+    return write_uvarint(handle.offset) + write_uvarint(handle.size)
 
 
 class _BlockBuilder:
@@ -97,7 +93,7 @@ class _BlockBuilder:
             limit = min(len(key), len(self.last_key))
             while shared < limit and key[shared] == self.last_key[shared]:
                 shared += 1
-        self.buf += _uvarint(shared) + _uvarint(len(key) - shared) + _uvarint(len(value))
+        self.buf += write_uvarint(shared) + write_uvarint(len(key) - shared) + write_uvarint(len(value))
         self.buf += key[shared:]
         self.buf += value
         self.last_key = key
@@ -281,7 +277,7 @@ class SSTableWriter:
         if name in _FIXED64:
             return struct.pack("<Q", value)
         if name in INTEGER_PROPERTIES:
-            return _uvarint(value)
+            return write_uvarint(value)
         # A user property given as an int: lakeFS writes numbers as decimal text.
         return str(value).encode("ascii")
 
