@@ -21,11 +21,11 @@ from __future__ import annotations
 import csv
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakewarden.errors import BadInput, LakewardenError
+from lakewarden.timestamps import parse_rfc3339
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -86,12 +86,7 @@ def read_lakefs_kept(snapshot_dir: Path) -> LakeFSKept | None:
             raise BadInput("must be a JSON object", source=str(meta_path))
         run_id, prepared_at = meta.get("run_id"), meta.get("prepared_at")
         if prepared_at is not None:
-            try:
-                moment = datetime.fromisoformat(str(prepared_at).replace("Z", "+00:00"))
-            except ValueError:
-                raise BadInput(f"{prepared_at!r} is not an RFC 3339 time", source=str(meta_path), field="prepared_at") from None
-            if moment.tzinfo is None:
-                raise BadInput(f"{prepared_at!r} has no UTC offset", source=str(meta_path), field="prepared_at")
+            parse_rfc3339(prepared_at, source=str(meta_path), field="prepared_at")
     return LakeFSKept(path=path, run_id=run_id, prepared_at=prepared_at, commits=tuple(rows))
 
 

@@ -16,13 +16,13 @@ import logging
 import os
 import shutil
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from lakewarden.errors import BadInput
+from lakewarden.timestamps import utc_now
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +31,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SUMMARY = "summary.json"
 ADDRESSES = "addresses.csv"
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def local_path(uri: str) -> Path | None:

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakewarden.snapshot import arrow_schemas
+from lakewarden.timestamps import rfc3339
 
 TABLE_NAMES = ("events", "users", "orders", "logs", "metrics", "images", "raw", "features")
 DEFAULT_END = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -87,10 +88,6 @@ def _hex(*parts: object) -> str:
     return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()
 
 
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
 class _Writer:
     """Streams snapshot tables to JSONL or Parquet."""
 
@@ -126,7 +123,7 @@ class _Writer:
                             "key": key,
                             "address": address,
                             "address_type": address_type,
-                            "last_modified": _rfc3339(modified),
+                            "last_modified": rfc3339(modified, timespec="auto"),
                             "size": size,
                             "etag": etag,
                         }
@@ -141,7 +138,7 @@ class _Writer:
         with open(self.directory / f"{name}.jsonl", "w", encoding="utf-8") as handle:
             for row in rows:
                 handle.write(
-                    json.dumps({k: _rfc3339(v) if isinstance(v, datetime) else v for k, v in row.items()}) + "\n"
+                    json.dumps({k: rfc3339(v, timespec="auto") if isinstance(v, datetime) else v for k, v in row.items()}) + "\n"
                 )
 
     def close(self) -> None:

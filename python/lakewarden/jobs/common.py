@@ -12,11 +12,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.blockstore import blockstore_root
 from lakewarden.snapshot import LoadedSnapshot, load_snapshot, read_repository
 from lakewarden.spark_session import get_or_create, state_dir
+from lakewarden.timestamps import parse_rfc3339, rfc3339
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -50,13 +51,7 @@ def parse_now(text: str | None, *, dry_run: bool, wall_clock: datetime | None = 
     wall = wall_clock or datetime.now(timezone.utc)
     if text is None:
         return wall
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise BadInput(f"{text!r} is not an RFC 3339 time (e.g. 2026-01-31T12:00:00Z)", field="--now") from None
-    if moment.tzinfo is None:
-        raise BadInput(f"{text!r} has no UTC offset (add Z or +HH:MM)", field="--now")
-    moment = moment.astimezone(timezone.utc)
+    moment = parse_rfc3339(text, field="--now")
     if moment > wall + CLOCK_SKEW and not dry_run:
         raise BadInput(
             f"{text} is in the future of this machine's clock ({wall.isoformat()}); "
@@ -64,10 +59,6 @@ def parse_now(text: str | None, *, dry_run: bool, wall_clock: datetime | None = 
             field="--now",
         )
     return moment
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def namespace_key(storage_namespace: str) -> str:

@@ -26,9 +26,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lakewarden.errors import BadInput
-from lakewarden.jobs.common import CLOCK_SKEW, SNAPSHOT_SCHEMA, JobContext, add_job_options, namespace_key, rfc3339
+from lakewarden.jobs.common import (
+    CLOCK_SKEW,
+    SNAPSHOT_SCHEMA,
+    JobContext,
+    add_job_options,
+    namespace_key,
+    rfc3339,
+)
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.report import Report, local_path, write_json_atomic
+from lakewarden.timestamps import from_spark
 
 log = logging.getLogger(__name__)
 
@@ -169,13 +177,6 @@ def _parse_manifest_time(manifest: str, s3_options: Mapping[str, Any]) -> dateti
         return None
 
 
-def _utc(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    # Spark hands back session-zone (UTC) timestamps as naive local datetimes
-    return moment.astimezone(timezone.utc) if moment.tzinfo else moment.astimezone().astimezone(timezone.utc)
-
-
 def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None, str]:
     """The last successful run on this namespace usable as a base, and why (not)."""
     spark = context.spark
@@ -195,10 +196,10 @@ def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None
     row = rows[0]
     previous = PreviousRun(
         run_id=row["run_id"],
-        run_at=_utc(row["run_at"]),
-        storage_cutoff=_utc(row["storage_cutoff"]),
+        run_at=from_spark(row["run_at"]),
+        storage_cutoff=from_spark(row["storage_cutoff"]),
         last_commit_id=row["last_commit_id"],
-        last_commit_created_at=_utc(row["last_commit_created_at"]),
+        last_commit_created_at=from_spark(row["last_commit_created_at"]),
         uncommitted_inventory_location=row["uncommitted_inventory_location"],
         scanned_ranges_location=row["scanned_ranges_location"],
     )
@@ -306,7 +307,7 @@ def mark_uncommitted(
         context.table("uncommitted_gc_read_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
         marked.select("address").write.mode("overwrite").parquet(str(output_dir / "deleted"))
         phase("outputs")
-        last_commit_at = _utc(run["last_commit_created_at"])
+        last_commit_at = from_spark(run["last_commit_created_at"])
         bound = min(context.now, observed_at)
         cutoff = max(bound, last_commit_at + STORAGE_CLOCK_SKEW) if last_commit_at is not None else bound
         run.update(

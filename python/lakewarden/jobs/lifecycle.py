@@ -19,11 +19,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, namespace_key, rfc3339
+from lakewarden.jobs.common import (
+    SNAPSHOT_SCHEMA,
+    JobContext,
+    add_job_options,
+    namespace_key,
+    rfc3339,
+)
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.report import Report, default_report_dir, local_path
 from lakewarden.snapshot import source_columns, source_ddl
+from lakewarden.timestamps import from_spark
 
 log = logging.getLogger(__name__)
 
@@ -286,11 +293,8 @@ def stats_path(context: JobContext, base: Path) -> Path:
 
 
 def _stamp(moment: datetime | None) -> str:
-    if moment is None:
-        return ""
-    # Spark hands session-zone (UTC) timestamps back as naive datetimes
-    aware = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-    return rfc3339(aware)
+    utc = from_spark(moment)
+    return "" if utc is None else rfc3339(utc)
 
 
 def describe_result(result: LifecycleResult) -> list[str]:
