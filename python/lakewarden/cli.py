@@ -14,7 +14,7 @@ import logging
 import sys
 from typing import Sequence
 
-from lakewarden.errors import BadInput, LakewardenError
+from lakewarden.errors import BadInput, LakewardenError, error_line
 
 # Modules that contribute commands, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -60,10 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lakewarden: {exc}", file=sys.stderr)
         return 2
     except LakewardenError as exc:  # a job failed part-way; its report says so
-        print(f"lakewarden: {exc}", file=sys.stderr)
+        print(f"lakewarden: {error_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("lakewarden: interrupted", file=sys.stderr)
+        return 1
+    except Exception as exc:  # anything else: one line too (the traceback goes to the debug log)
+        logging.getLogger("lakewarden").debug("unexpected error", exc_info=True)
+        print(f"lakewarden: {type(exc).__name__}: {error_line(exc)}", file=sys.stderr)
         return 1
 
 

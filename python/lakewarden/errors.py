@@ -25,6 +25,13 @@ class BadInput(LakewardenError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+def error_line(exc: BaseException, *, limit: int = 500) -> str:
+    """The one-line form of an error, for stderr, summaries and ledgers: its first non-empty
+    line (a JVM error's first line names the cause), or its type when it says nothing."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:limit]
+
+
 class UnsafeDeletion(LakewardenError):
     """A delete was asked for outside the storage namespace or under ``_lakefs/``."""
 

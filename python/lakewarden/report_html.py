@@ -31,6 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
+from lakewarden.errors import error_line
+
 log = logging.getLogger(__name__)
 
 REPORT_HTML = "report.html"
@@ -65,7 +67,7 @@ def write_report_html(report_dir: str | os.PathLike[str], state_dir: str | os.Pa
         os.replace(temporary, target)
         return target
     except Exception as exc:  # noqa: BLE001 - the page is a view; the run's outcome is not its business
-        log.warning("report.html not written in %s: %s", report_dir, (str(exc).splitlines() or [type(exc).__name__])[0])
+        log.warning("report.html not written in %s: %s", report_dir, error_line(exc))
         log.debug("report.html failure", exc_info=True)
         return None
 

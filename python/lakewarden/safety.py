@@ -19,7 +19,6 @@ RELATIVE address to the namespace verbatim, and deleters delete the raw key/path
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass
 from urllib.parse import unquote
 

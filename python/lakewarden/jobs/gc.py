@@ -8,6 +8,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from lakewarden.errors import error_line
 from lakewarden.gc_rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
 from lakewarden.jobs.shape import Job, run_job
@@ -136,7 +137,7 @@ def mark_committed(
         report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
         return result
     except Exception as exc:
-        report.finish(success=False, status="failed", error=(str(exc).splitlines() or [type(exc).__name__])[0])
+        report.finish(success=False, status="failed", error=error_line(exc))
         raise
 
 

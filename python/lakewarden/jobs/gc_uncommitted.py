@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from lakewarden.errors import BadInput
+from lakewarden.errors import BadInput, error_line
 from lakewarden.jobs.common import (
     CLOCK_SKEW,
     SNAPSHOT_SCHEMA,
@@ -337,7 +337,7 @@ def mark_uncommitted(
         report.finish(success=False, status="failed", error="bad input")
         raise
     except Exception as exc:
-        report.finish(success=False, status="failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        report.finish(success=False, status="failed", error=error_line(exc))
         raise
 
 

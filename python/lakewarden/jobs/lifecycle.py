@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lakewarden.errors import error_line
 from lakewarden.jobs.common import (
     SNAPSHOT_SCHEMA,
     JobContext,
@@ -234,7 +235,7 @@ def mark_lifecycle(
         report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
         return LifecycleResult(report, base, figures, num_marked, bytes_marked)
     except Exception as exc:
-        error = (str(exc).splitlines() or [type(exc).__name__])[0]
+        error = error_line(exc)
         report.finish(success=False, status="failed", error=error)
         try:
             ledger.record("failed", error=error)

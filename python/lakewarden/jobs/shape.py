@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from lakewarden.errors import error_line
 from lakewarden.jobs.common import JobContext, start_job
 
 InputsT = TypeVar("InputsT")
@@ -96,7 +97,7 @@ def run_job(job: Job[Any, Any], args: argparse.Namespace) -> int:
     try:
         result = sweep_report(context.spark, directory, deleter_options=job.deleter_options(inputs, args))
     except SweepFailed as exc:
-        job.after_sweep(context, inputs, marked, SweepOutcome(False, 0, 0, None, str(exc).splitlines()[0]))
+        job.after_sweep(context, inputs, marked, SweepOutcome(False, 0, 0, None, error_line(exc)))
         raise
     outcome = SweepOutcome(
         success=result.success,

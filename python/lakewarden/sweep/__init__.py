@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 from lakewarden.deleters.base import Deleter, clean_options, deleter_for
 from lakewarden.errors import BadInput
 from lakewarden.report import utc_now
-from lakewarden.sweep.distributed import ensure_python_workers, read_addresses, read_outcomes, sweep_distributed
+from lakewarden.sweep.distributed import (
+    ensure_python_workers,
+    read_addresses,
+    read_outcomes,
+    sweep_distributed,
+)
 from lakewarden.sweep.engine import SweepFailed
 from lakewarden.sweep.inprocess import sweep_in_process
 from lakewarden.sweep.lock import SweepBusy, SweepLock

@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 from lakewarden.deleters.base import Deleter, deleter_for
 from lakewarden.errors import BadInput, LakewardenError
 from lakewarden.report import utc_now
-from lakewarden.sweep.engine import OUTCOME_SCHEMA, OutcomeLog, RowChecker, SweepFailed, delete_rows, parse_outcome_line
+from lakewarden.sweep.engine import (
+    OUTCOME_SCHEMA,
+    OutcomeLog,
+    RowChecker,
+    SweepFailed,
+    delete_rows,
+    parse_outcome_line,
+)
 from lakewarden.sweep.hooks import hold
 from lakewarden.sweep.report_dir import OUTCOME_COLUMNS, REQUIRED_COLUMNS, Report
 from lakewarden.sweep.result import SweepResult

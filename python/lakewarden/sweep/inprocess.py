@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from lakewarden.deleters.base import Deleter
+from lakewarden.errors import error_line
 from lakewarden.report import utc_now
 from lakewarden.sweep.engine import OutcomeLog, RowChecker, SweepFailed, delete_rows
 from lakewarden.sweep.hooks import hold
@@ -72,7 +73,7 @@ def sweep_in_process(
                         batch_size=batch_size, threads=threads, on_recorded=landed,
                     )
         except Exception as exc:  # noqa: BLE001 - recorded in the summaries, then re-raised
-            error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:500]
+            error = error_line(exc)
             log.error("sweep %s failed part-way: %s", sweep_id, error)
     deleting = time.monotonic() - planned
     status.flush()
