@@ -41,13 +41,18 @@ def local_path(uri: str) -> Path | None:
     return Path(url2pathname(parsed.path))
 
 
-def default_report_dir(storage_namespace: str, state: Path, kind: str, run_id: str) -> Path:
-    """``<namespace>/_lakefs/retention/<kind>/reports/<run_id>`` for a local namespace; for a
-    remote one (s3://...) the report is written under the state dir (Spark here has no S3 jars)."""
+def retention_dir(storage_namespace: str, state: Path, *parts: str) -> Path:
+    """The one place job outputs go: ``<namespace>/_lakefs/retention/<parts>`` beside the data
+    for a local namespace, as lakeFS's GC writes them; ``<state>/retention/<parts>`` for a
+    remote one (s3://...: the embedded Spark has no object-store filesystem to write with)."""
     namespace = local_path(storage_namespace)
-    if namespace is not None:
-        return namespace / "_lakefs" / "retention" / kind / "reports" / run_id
-    return state / "reports" / kind / run_id
+    root = (namespace / "_lakefs") if namespace is not None else state
+    return root.joinpath("retention", *parts)
+
+
+def default_report_dir(storage_namespace: str, state: Path, kind: str, run_id: str) -> Path:
+    """A run's report directory when --report is not given: ``<retention_dir>/<kind>/reports/<run_id>``."""
+    return retention_dir(storage_namespace, state, kind, "reports", run_id)
 
 
 def write_json_atomic(path: Path, document: dict[str, Any]) -> None:

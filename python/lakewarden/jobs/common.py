@@ -102,6 +102,12 @@ class JobContext:
             fields["snapshot_dir"] = str(Path(self.snapshot_dir).resolve())
         return fields
 
+    def output_dir(self, *parts: str) -> Path:
+        """Where this job's outputs go (lakewarden.report.retention_dir)."""
+        from lakewarden.report import retention_dir
+
+        return retention_dir(self.storage_namespace, self.state, *parts)
+
     def create_report(self, directory: Path, **job_fields: Any) -> "Report":
         """This run's report directory, its summary saying the run started (``success: false``):
         the fields every job's summary has, then the job's own."""

@@ -12,7 +12,7 @@ from lakewarden.errors import error_line
 from lakewarden.gc_rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
 from lakewarden.jobs.shape import Job, run_job
-from lakewarden.report import Report, default_report_dir, local_path, write_single_csv
+from lakewarden.report import Report, default_report_dir, write_single_csv
 from lakewarden.snapshot import source_ddl
 
 log = logging.getLogger(__name__)
@@ -146,8 +146,7 @@ def write_lakefs_outputs(context: JobContext, commits, marked) -> None:
     (``commits/run_id=<id>/commits.csv``) and the marked addresses (``addresses/mark_id=<id>/``,
     Parquet), so tools that read lakeFS's GC output can read ours. Local namespaces only:
     remote ones keep them in the report directory."""
-    namespace = local_path(context.storage_namespace)
-    base = (namespace / "_lakefs" / "retention" / "gc") if namespace else (context.state / "retention" / "gc")
+    base = context.output_dir("gc")
     (
         commits.select("commit_id", "is_expired")
         .withColumnRenamed("is_expired", "expired")

@@ -35,7 +35,7 @@ from lakewarden.jobs.common import (
     rfc3339,
 )
 from lakewarden.jobs.shape import Job, run_job
-from lakewarden.report import Report, local_path, write_json_atomic
+from lakewarden.report import Report, write_json_atomic
 from lakewarden.timestamps import from_spark
 
 log = logging.getLogger(__name__)
@@ -162,9 +162,7 @@ def run_uncommitted(args: argparse.Namespace) -> int:
 def output_base(context: JobContext) -> Path:
     """``<ns>/_lakefs/retention/gc/uncommitted`` for a local namespace; under the state dir for a
     remote one (this Spark has no S3 filesystem to write outputs with)."""
-    namespace = local_path(context.storage_namespace)
-    root = (namespace / "_lakefs") if namespace is not None else context.state
-    return root / "retention" / "gc" / "uncommitted"
+    return context.output_dir("gc", "uncommitted")
 
 
 def _parse_manifest_time(manifest: str, s3_options: Mapping[str, Any]) -> datetime | None:

@@ -29,7 +29,7 @@ from lakewarden.jobs.common import (
 )
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
-from lakewarden.report import Report, default_report_dir, local_path
+from lakewarden.report import Report, default_report_dir
 from lakewarden.snapshot import source_columns, source_ddl
 from lakewarden.timestamps import from_spark
 
@@ -171,9 +171,7 @@ def write_policy_table(context: JobContext, policy: LifecyclePolicy) -> None:
 def output_base(context: JobContext) -> Path:
     """``<ns>/_lakefs/retention/lc`` for a local namespace; under the state dir for a remote one
     (this Spark has no object-store filesystem to write outputs with)."""
-    namespace = local_path(context.storage_namespace)
-    root = (namespace / "_lakefs") if namespace is not None else context.state
-    return root / "retention" / "lc"
+    return context.output_dir("lc")
 
 
 def mark_lifecycle(
