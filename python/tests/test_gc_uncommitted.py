@@ -270,7 +270,7 @@ def test_optimized_run_is_always_a_subset_of_a_clean_run(spark, test_state_dir: 
         repo.advance(delta)
         now = max(repo.clock, max(datetime.fromisoformat(c["creation_date"].replace("Z", "+00:00")) for c in repo.commits))
         snapshot = repo.write_snapshot()
-        age = gc_uncommitted.parse_duration(min_age)
+        age = gc_uncommitted.parse_min_age(min_age)
         oracle = uncommitted_gc_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), now, age)
 
         optimized = root / f"opt-{number}"
@@ -289,16 +289,19 @@ def test_optimized_run_is_always_a_subset_of_a_clean_run(spark, test_state_dir: 
 
 
 def test_min_age_parsing() -> None:
-    assert gc_uncommitted.parse_duration("24h") == timedelta(hours=24)
-    assert gc_uncommitted.parse_duration("1h30m") == timedelta(minutes=90)
-    assert gc_uncommitted.parse_duration("2d") == timedelta(days=2)
-    assert gc_uncommitted.parse_duration("3600s") == timedelta(hours=1)
-    assert gc_uncommitted.parse_duration("10m", force=True) == timedelta(minutes=10)
-    for text in ("", "soon", "24", "-1h", "1h 30m", "h"):
+    assert gc_uncommitted.parse_min_age("24h") == timedelta(hours=24)
+    assert gc_uncommitted.parse_min_age("1h30m") == timedelta(minutes=90)
+    assert gc_uncommitted.parse_min_age("2d") == timedelta(days=2)
+    assert gc_uncommitted.parse_min_age("3600s") == timedelta(hours=1)
+    assert gc_uncommitted.parse_min_age("3600") == timedelta(hours=1)  # seconds, as everywhere
+    assert gc_uncommitted.parse_min_age("10m", force=True) == timedelta(minutes=10)
+    assert gc_uncommitted.parse_min_age("0s", force=True) == timedelta(0)
+    for text in ("", "soon", "-1h", "1h30", "h", "1e9999"):
         with pytest.raises(BadInput, match="--min-age"):
-            gc_uncommitted.parse_duration(text)
-    with pytest.raises(BadInput, match="below 1h"):
-        gc_uncommitted.parse_duration("59m")
+            gc_uncommitted.parse_min_age(text)
+    for text in ("59m", "24", "0s"):
+        with pytest.raises(BadInput, match="below 1h"):
+            gc_uncommitted.parse_min_age(text)
 
 
 @pytest.mark.parametrize("min_age", ["30m", "0s", "soon"])

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from lakewarden.checks.durations import parse_duration
+from lakewarden.durations import parse_duration
 from lakewarden.errors import BadInput
 
 #: Where lakeFS keeps action files; checks are read from the same objects as hooks.

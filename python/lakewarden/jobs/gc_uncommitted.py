@@ -25,6 +25,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
+from lakewarden.durations import parse_duration
 from lakewarden.errors import BadInput, error_line
 from lakewarden.jobs.common import (
     CLOCK_SKEW,
@@ -62,8 +63,6 @@ RUNS_DDL = (
     "last_commit_created_at timestamp, min_age_seconds bigint, uncommitted_inventory_location string, "
     "scanned_ranges_location string, num_marked bigint, finished_at timestamp"
 )
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -84,13 +83,9 @@ def register(kinds: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run_uncommitted)
 
 
-def parse_duration(text: str, *, force: bool = False) -> timedelta:
-    """``24h``, ``90m``, ``1h30m``, ``2d``, ``3600s``: a non-negative duration (Go-like units plus ``d``)."""
-    raw = (text or "").strip().lower()
-    parts = _DURATION.findall(raw)
-    if not raw or "".join(f"{n}{u}" for n, u in parts) != raw:
-        raise BadInput(f"{text!r} is not a duration (e.g. 24h, 90m, 1h30m, 2d)", field="--min-age")
-    duration = timedelta(seconds=sum(float(n) * _UNITS[u] for n, u in parts))
+def parse_min_age(text: str, *, force: bool = False) -> timedelta:
+    """``--min-age``: a duration (lakewarden.durations), at least 1h unless ``--force``."""
+    duration = parse_duration(text, field="--min-age", allow_zero=True)
     if duration < MIN_SAFE_AGE and not force:
         raise BadInput(
             f"{text} is below 1h: objects still being uploaded could be deleted; pass --force if you mean it",
@@ -135,7 +130,7 @@ class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
     name = JOB
 
     def read_inputs(self, args: argparse.Namespace) -> UncommittedInputs:
-        min_age = parse_duration(args.min_age, force=args.force)  # before Spark starts
+        min_age = parse_min_age(args.min_age, force=args.force)  # before Spark starts
         return UncommittedInputs(min_age, {"endpoint_url": args.s3_endpoint, "region_name": args.s3_region})
 
     def mark(self, context: JobContext, inputs: UncommittedInputs, args: argparse.Namespace) -> "UncommittedGcResult":
@@ -388,4 +383,4 @@ def describe_result(result: UncommittedGcResult) -> list[str]:
     ]
 
 
-__all__ = ["register", "parse_duration", "mark_uncommitted", "namespace_key", "run_uncommitted"]
+__all__ = ["register", "parse_min_age", "mark_uncommitted", "namespace_key", "run_uncommitted"]

@@ -9,7 +9,7 @@ import requests
 
 from checks_support import webhook_actions
 from lakewarden.checks.config import collect_checks, parse_action_file, parse_service_config
-from lakewarden.checks.durations import format_duration, parse_duration
+from lakewarden.durations import format_duration, parse_duration
 from lakewarden.checks.executors import EXECUTORS
 from lakewarden.checks.templating import render_env
 from lakewarden.errors import BadInput

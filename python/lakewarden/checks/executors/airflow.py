@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import requests
 
-from lakewarden.checks.durations import parse_duration
+from lakewarden.durations import parse_duration
 from lakewarden.checks.executors import ExecutionRequest, ExecutionStarted, ExecutorError, fill_placeholders
 from lakewarden.checks.executors.webhook import check_url, event_placeholders
 from lakewarden.errors import BadInput

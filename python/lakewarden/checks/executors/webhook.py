@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import requests
 
-from lakewarden.checks.durations import parse_duration
+from lakewarden.durations import parse_duration
 from lakewarden.checks.executors import ExecutionRequest, ExecutionStarted, ExecutorError, fill_placeholders
 from lakewarden.errors import BadInput
 

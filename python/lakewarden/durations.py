@@ -1,6 +1,7 @@
-"""Durations in configuration: ``90s``, ``15m``, ``2h``, ``3d``, ``1d12h`` or a number of seconds.
+"""The one duration syntax: ``90s``, ``15m``, ``2h``, ``3d``, ``1h30m``, ``1d12h`` or a number of
+seconds, for check timeouts in the checks configuration and for uncommitted GC's ``--min-age``.
 
-Check timeouts may be days long, so a compact human-readable form matters more than precision.
+Timeouts and ages may be days long, so a compact human-readable form matters more than precision.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ MAX_SECONDS = 10 * 365 * 86400.0
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 
 
-def parse_duration(value: object, *, source: str | None = None, field: str | None = None) -> timedelta:
-    """A positive duration, or :class:`BadInput` naming where the bad value came from."""
+def parse_duration(
+    value: object, *, source: str | None = None, field: str | None = None, allow_zero: bool = False
+) -> timedelta:
+    """A positive duration (or zero, with ``allow_zero``), or :class:`BadInput` naming where the
+    bad value came from."""
     if isinstance(value, bool):
         raise BadInput(f"expected a duration, got {value!r}", source=source, field=field)
     if isinstance(value, (int, float)):
@@ -41,7 +45,7 @@ def parse_duration(value: object, *, source: str | None = None, field: str | Non
             seconds = sum(float(n) * _UNITS[u] for n, u in parts)
     else:
         raise BadInput(f"expected a duration, got {value!r}", source=source, field=field)
-    if math.isnan(seconds) or seconds <= 0:
+    if math.isnan(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
         raise BadInput(f"duration must be positive, got {value!r}", source=source, field=field)
     if seconds > MAX_SECONDS:
         raise BadInput(f"duration longer than 10 years: {str(value)[:40]!r}", source=source, field=field)
