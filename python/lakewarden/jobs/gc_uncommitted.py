@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
