@@ -1,6 +1,8 @@
 -- Safety net run with every committed GC build, computed independently of the GC's own
 -- intermediate models: no marked object may be referenced by an entry of an active commit's
--- ranges or by a staged entry. Returns the offending rows (none expected).
+-- ranges or by a staged entry. Returns the offending rows (none expected). Checked on the
+-- marked rows: live references are streamed once against the (small) marked set, compared by
+-- their full normalised address (no hashing here, unlike the GC itself).
 
 with
 
@@ -55,14 +57,20 @@ live_entries as (
 
 live_objects as (
 
-    select distinct
+    select
         {{ physical_address('live_entries.address', 'live_entries.address_type', 'repository.storage_namespace_root') }}
             as physical_address
     from live_entries
     cross join repository
 
+),
+
+marked as (
+
+    select physical_address from {{ ref('gc_marked_addresses') }}
+
 )
 
-select marked.physical_address
-from {{ ref('gc_marked_addresses') }} as marked
-inner join live_objects on marked.physical_address = live_objects.physical_address
+select live_objects.physical_address
+from live_objects
+left semi join marked on live_objects.physical_address = marked.physical_address

@@ -1,5 +1,5 @@
 -- The run ledger: one row per lifecycle run, folded from the events the runner appends.
--- A run "deleted" when it was not a dry run and its sweep deleted every marked address; only
+-- A run "deleted" when its sweep (or, for a dry run, a later sweep of its report) deleted every marked address; only
 -- such a run's policy is a later run's last_deleted (int_lifecycle__current_rule).
 
 with
@@ -60,7 +60,9 @@ final as (
         per_run.num_deleted,
         per_run.num_failed,
         latest.error,
-        coalesce(latest.status = 'swept' and not latest.is_dry_run, false) as has_deleted
+        -- 'swept' means a sweep deleted every marked address; a dry run reaches it only through a
+        -- later 'lakewarden sweep' of its report (lakewarden.sweep.ledger), which counts alike
+        coalesce(latest.status = 'swept', false) as has_deleted
     from latest
     inner join per_run on latest.run_id = per_run.run_id
 

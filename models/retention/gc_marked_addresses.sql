@@ -1,24 +1,27 @@
 -- One row per physical object marked for deletion by a committed GC run: referenced only by
--- expired commits, by no active commit and no staged entry, inside the storage namespace and
--- not under _lakefs/.
+-- entries of expired-only ranges, by no live range entry and no staged entry, inside the
+-- storage namespace, not under _lakefs/, not lakeFS's dummy.
 
 with
 
-object_references as (
+expired_entries as (
 
-    select * from {{ ref('int_gc_object_references') }}
+    select * from {{ ref('int_gc_expired_entries') }}
+
+),
+
+rescued as (
+
+    select * from {{ ref('int_gc_rescued_addresses') }}
 
 ),
 
 unreferenced as (
 
-    select *
-    from object_references
-    where
-        is_in_expired_range
-        and not is_in_live_range
-        and not is_staged
-        and is_inside_namespace
+    select expired_entries.*
+    from expired_entries
+    left anti join rescued on expired_entries.address_key = rescued.address_key
+    where expired_entries.is_inside_namespace
 
 ),
 
@@ -26,14 +29,15 @@ final as (
 
     select
         '{{ var("run_id") }}' as run_id,
-        address,
-        address_type,
+        min(address) as address,
+        min_by(address_type, address) as address_type,
         physical_address,
-        size_bytes,
-        last_modified_at,
-        example_path,
-        path_count
+        max(size_bytes) as size_bytes,
+        max(last_modified_at) as last_modified_at,
+        min(path) as example_path,
+        count(distinct path) as path_count
     from unreferenced
+    group by physical_address
 
 )
 

@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lakewarden.extract.cli",
     "lakewarden.checks.cli",
     "lakewarden.jobs.sweep",
+    "lakewarden.explain",
 )
 
 

@@ -35,6 +35,28 @@ def project_dir() -> Path:
     )
 
 
+_MANIFESTS: dict[tuple[str, ...], Any] = {}
+
+
+def parsed_manifest(location: Sequence[str]) -> Any:
+    """The project's parsed manifest, parsed once per process and project location.
+
+    It is parsed without the run's ``--vars`` (every model's refs are unconditional, and the
+    sources' schema is the default one), so dbt's partial parsing under the state dir's target/
+    stays valid from one run to the next, and each run hands the manifest to dbt instead of
+    parsing again; the run's variables still apply when dbt compiles each node.
+    """
+    from dbt.cli.main import dbtRunner
+
+    key = tuple(location)
+    if key not in _MANIFESTS:
+        result = dbtRunner().invoke(["parse", *location])
+        if result.exception is not None or not result.success:
+            raise DbtFailed(f"dbt parse failed: {result.exception or 'see the dbt log'}")
+        _MANIFESTS[key] = result.result
+    return _MANIFESTS[key]
+
+
 def run_dbt(args: Sequence[str], *, state: Path, variables: Mapping[str, Any] | None = None) -> Any:
     """Run one dbt command (``["build", "--select", ...]``) and raise DbtFailed unless it succeeds.
 
@@ -45,8 +67,7 @@ def run_dbt(args: Sequence[str], *, state: Path, variables: Mapping[str, Any] | 
 
     project = project_dir()
     os.environ["LAKEWARDEN_HOME"] = str(state)
-    command = [
-        *args,
+    location = [
         "--project-dir",
         str(project),
         "--profiles-dir",
@@ -56,10 +77,12 @@ def run_dbt(args: Sequence[str], *, state: Path, variables: Mapping[str, Any] | 
         "--log-path",
         str(state / "logs"),
     ]
+    command = [*args, *location]
     if variables:
         command += ["--vars", json.dumps(dict(variables))]
     log.info("dbt %s", " ".join(args))
-    result = dbtRunner().invoke(command)
+    manifest = parsed_manifest(location) if args and args[0] != "parse" else None
+    result = dbtRunner(manifest=manifest).invoke(command)
     if result.exception is not None:
         raise DbtFailed(f"dbt {' '.join(args)} failed: {result.exception}") from result.exception
     if not result.success:

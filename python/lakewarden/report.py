@@ -1,14 +1,18 @@
-"""Report directories (CONTRACT section 4): ``summary.json`` and ``addresses.csv``.
+"""Report directories (CONTRACT section 4): ``summary.json``, ``addresses.csv``, ``report.html``.
 
 The summary is written when a run starts (``success: false``, ``finished_at: null``) and
 rewritten atomically as it progresses, so a run that dies part-way leaves a report saying so.
 ``addresses.csv`` is written by Spark as one sorted file (one task sorts with spilling; the list
-never passes through the driver).
+never passes through the driver). When a run finishes, it is appended to the state dir's run
+history and ``report.html`` is (re)written (``lakewarden.report_html``); a sweep rewrites the page
+when it finalizes the summary. Jobs record ``snapshot_dir`` and ``state_dir`` in the summary so
+the page and ``lakewarden explain`` can read the snapshot and history later, without Spark.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -19,6 +23,8 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from lakewarden.errors import BadInput
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -157,4 +163,15 @@ class Report:
         write_single_csv(frame, self.addresses_path, sort_by=["address", *frame.columns[1:2]])
 
     def finish(self, *, success: bool, status: str, error: str | None = None, **fields: Any) -> None:
+        """Finalize the summary, record the run in the state dir's history, write report.html.
+        The last two are views: their failure is logged and never fails the run."""
+        from lakewarden.report_html import record_run, write_report_html
+
         self.update(success=success, status=status, error=error, finished_at=utc_now(), **fields)
+        state = self.summary.get("state_dir")
+        if state:
+            try:
+                record_run(Path(state), self.summary)
+            except OSError as exc:
+                log.warning("run history not updated in %s: %s", state, exc)
+        write_report_html(self.directory, state)

@@ -1,8 +1,10 @@
-"""Load a repository snapshot directory (CONTRACT section 2) into the warehouse's source tables.
+"""Read a repository snapshot directory (CONTRACT section 2) in place, as the warehouse's sources.
 
 The tables' columns and types are read from ``models/sources.yml`` (the one definition of the
-source tables). Every table is read and validated *before* anything is written, so a bad
-snapshot is rejected with a one-line reason and leaves the warehouse as it was. The checks that
+source tables). Nothing is copied: the source tables are views over the snapshot's Parquet
+files (a JSONL table is converted to Parquet once). Every table is validated *before* any view
+is replaced, so a bad snapshot is rejected with a one-line reason and leaves the warehouse as it
+was. The checks that
 matter for safety are the referential ones: a commit whose parent, metarange or range is missing
 would make live objects look unreferenced, so it is an error, never a warning.
 """
@@ -38,7 +40,9 @@ NOT_NULL = {
     # range_id null = an empty metarange (CONTRACT 2): lakeFS writes one when a commit empties the tree
     "metaranges": ("meta_range_id",),
     "ranges": ("range_id", "key", "address", "address_type"),
-    "staged": ("branch_id", "key", "address", "address_type"),
+    # branch_id and key may be null: lakeFS's prepare_uncommited lists staged physical
+    # addresses without them (extract keeps them so); the address alone protects the object
+    "staged": ("address", "address_type"),
 }
 ADDRESS_TYPES = ("RELATIVE", "FULL", "BY_PREFIX_DEPRECATED")
 
@@ -134,36 +138,89 @@ def _table_path(snapshot_dir: Path, name: str) -> Path:
     )
 
 
-def _read_table(spark: "SparkSession", path: Path, columns: list[tuple[str, str]]) -> "DataFrame":
-    """Read one table with the declared columns, converting timestamps to UTC."""
-    from pyspark.sql import functions as F
+def _quote_path(path: Path | str) -> str:
+    return "`" + str(path).replace("`", "``") + "`"
+
+
+def _select_sql(source: str, columns: list[tuple[str, str]], present: list[str], *, jsonl: bool) -> str:
+    """``select <declared columns, cast> from <source>``: the one definition of how a stored
+    table becomes a source table (timestamps to UTC, a missing optional column as null)."""
+    selected = []
+    for column, spark_type in columns:
+        if column not in present:
+            selected.append(f"cast(null as {spark_type}) as `{column}`")
+        elif spark_type == "timestamp" and jsonl:
+            # RFC 3339 strings with offsets: Spark's to_timestamp honours the offset
+            selected.append(f"to_timestamp(`{column}`) as `{column}`")
+        else:
+            selected.append(f"cast(`{column}` as {spark_type}) as `{column}`")
+    return f"select {', '.join(selected)} from {source}"
+
+
+def _fingerprint(path: Path) -> str:
+    """Identity of a stored table's bytes (paths, sizes, modification times): a JSONL table is
+    converted again only when this changes."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        info = file.stat()
+        digest.update(f"{file.resolve()}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+def _convert_jsonl(spark: "SparkSession", path: Path, columns: list[tuple[str, str]], cache_dir: Path) -> Path:
+    """Convert a JSONL table to Parquet once (cached by fingerprint under ``cache_dir``): the
+    jobs then read it in place like a Parquet snapshot. Malformed JSON is bad input."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    target = cache_dir / f"{path.stem}-{_fingerprint(path)}.parquet"
+    if (target / "_SUCCESS").exists():
+        return target
+    read_types = ", ".join(f"`{c}` {'string' if t == 'timestamp' else t}" for c, t in columns)
+    try:
+        raw = spark.read.schema(read_types).option("mode", "FAILFAST").json(str(path))
+        raw.createOrReplaceTempView("lakewarden_jsonl_source")
+        frame = spark.sql(_select_sql("lakewarden_jsonl_source", columns, [c for c, _ in columns], jsonl=True))
+        frame.write.mode("overwrite").parquet(str(target))
+    except (PySparkException, Py4JJavaError) as exc:
+        raise BadInput(f"malformed ({spark_error_reason(exc)})", source=str(path)) from None
+    finally:
+        spark.catalog.dropTempView("lakewarden_jsonl_source")
+    return target
+
+
+@dataclass(frozen=True)
+class _StoredTable:
+    """One snapshot table as the jobs read it: the user's file, and the SQL that selects the
+    declared columns from the Parquet data in place (the user's, or a JSONL table's conversion)."""
+
+    name: str
+    path: Path
+    select_sql: str
+
+
+def _stored_table(
+    spark: "SparkSession", path: Path, columns: list[tuple[str, str]], cache_dir: Path | None
+) -> _StoredTable:
     from pyspark.sql.utils import AnalysisException
 
     name = path.name.split(".")[0]
+    data = path
+    if path.suffix == ".jsonl":
+        if cache_dir is None:
+            raise ValueError("a JSONL snapshot needs a cache directory for its Parquet conversion")
+        data = _convert_jsonl(spark, path, columns, cache_dir)
     try:
-        if path.suffix == ".jsonl":
-            # Timestamps are read as strings and parsed by Spark's RFC 3339 cast, which honours offsets.
-            read_types = ", ".join(
-                f"`{c}` {'string' if t == 'timestamp' else t}" for c, t in columns
-            )
-            frame = spark.read.schema(read_types).option("mode", "FAILFAST").json(str(path))
-        else:
-            frame = spark.read.parquet(str(path))
-            missing = [c for c, _ in columns if c not in frame.columns and not (name == "branches" and c == "hidden")]
-            if missing:
-                raise BadInput(f"missing column(s) {', '.join(missing)}", source=str(path))
-            for c, _ in columns:
-                if c not in frame.columns:
-                    frame = frame.withColumn(c, F.lit(None))
+        present = spark.read.parquet(str(data)).columns  # the footer only
     except AnalysisException as exc:
         raise BadInput(f"unreadable ({exc.getMessage().splitlines()[0]})", source=str(path)) from None
-    selected = []
-    for column, spark_type in columns:
-        value = F.col(f"`{column}`")
-        if spark_type == "timestamp":
-            value = F.to_timestamp(value) if path.suffix == ".jsonl" else value.cast("timestamp")
-        selected.append(value.cast(spark_type).alias(column))
-    return frame.select(*selected)
+    missing = [c for c, _ in columns if c not in present and not (name == "branches" and c == "hidden")]
+    if missing:
+        raise BadInput(f"missing column(s) {', '.join(missing)}", source=str(path))
+    return _StoredTable(name, path, _select_sql(f"parquet.{_quote_path(data.resolve())}", columns, present, jsonl=False))
 
 
 def _first(frame: "DataFrame") -> Any:
@@ -182,19 +239,20 @@ def spark_error_reason(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:300]
 
 
-def _check_table(name: str, path: Path, frame: "DataFrame") -> None:
+def _check_table(name: str, path: Path, frame: "DataFrame") -> int:
+    """Null and address-type checks of one table in one aggregation (which also counts its
+    rows); only a failing check costs a second job. Returns the row count."""
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
-    # One aggregation per table counts every violation; only a failing check costs a second job.
     checks = {f"null:{column}": F.col(column).isNull() for column in NOT_NULL.get(name, ())}
     if "address_type" in frame.columns:
         checks["address_type"] = ~F.upper("address_type").isin(*ADDRESS_TYPES)
     try:
-        if not checks:
-            return
-        counts = frame.agg(*[F.sum(F.when(c, 1).otherwise(0)).alias(k) for k, c in checks.items()]).first()
+        counts = frame.agg(
+            F.count(F.lit(1)).alias("__rows"), *[F.sum(F.when(c, 1).otherwise(0)).alias(k) for k, c in checks.items()]
+        ).first()
         for key, condition in checks.items():
             if not counts[key]:
                 continue
@@ -205,8 +263,9 @@ def _check_table(name: str, path: Path, frame: "DataFrame") -> None:
                 )
             column = key.split(":", 1)[1]
             raise BadInput(f"a row has no {column} (or it is not parseable): {bad.asDict()}", source=str(path), field=column)
-    except (PySparkException, Py4JJavaError) as exc:  # FAILFAST JSON parsing fails at the first action
+    except (PySparkException, Py4JJavaError) as exc:  # e.g. a Parquet file that cannot be decoded
         raise BadInput(f"malformed ({spark_error_reason(exc)})", source=str(path)) from None
+    return int(counts["__rows"])
 
 
 def _check_references(tables: dict[str, "DataFrame"], paths: dict[str, Path]) -> None:
@@ -258,8 +317,20 @@ def _check_references(tables: dict[str, "DataFrame"], paths: dict[str, Path]) ->
         )
 
 
-def load_snapshot(spark: "SparkSession", snapshot_dir: Path, *, schema: str = "lakewarden_snapshot") -> LoadedSnapshot:
-    """Validate ``snapshot_dir`` and overwrite the source tables in ``schema`` with it."""
+def load_snapshot(
+    spark: "SparkSession",
+    snapshot_dir: Path,
+    *,
+    schema: str = "lakewarden_snapshot",
+    cache_dir: Path | None = None,
+) -> LoadedSnapshot:
+    """Validate ``snapshot_dir``, then point the source tables in ``schema`` at it.
+
+    Nothing is copied: each source table becomes a view selecting the declared columns from the
+    snapshot's Parquet files where they are (a JSONL table is converted to Parquet once, under
+    ``cache_dir``, keyed by its size and modification time). The views are created only after
+    every check passed, so a bad snapshot leaves the warehouse as it was.
+    """
     from pyspark.sql import functions as F
 
     snapshot_dir = Path(snapshot_dir)
@@ -268,23 +339,37 @@ def load_snapshot(spark: "SparkSession", snapshot_dir: Path, *, schema: str = "l
     repository = read_repository(snapshot_dir)
     declared = source_columns("lakefs")
     paths = {name: _table_path(snapshot_dir, name) for name in SNAPSHOT_TABLES}
+    stored = {name: _stored_table(spark, paths[name], declared[name], cache_dir) for name in SNAPSHOT_TABLES}
     tables: dict[str, DataFrame] = {}
+    counts: dict[str, int] = {}
     for name in SNAPSHOT_TABLES:
-        frame = _read_table(spark, paths[name], declared[name]).cache()
-        _check_table(name, paths[name], frame)
+        frame = spark.sql(stored[name].select_sql)
+        counts[name] = _check_table(name, paths[name], frame)
         tables[name] = frame
     _check_references(tables, paths)
     newest = tables["commits"].agg(F.max("creation_date").cast("double").alias("newest")).first()
     spark.sql(f"create database if not exists {schema}")
-    repository_frame = spark.createDataFrame(
-        [(repository.repository_id, repository.storage_namespace, repository.default_branch)],
-        ", ".join(f"{c} {t}" for c, t in declared["repository"]),
+    for name in SNAPSHOT_TABLES:
+        _replace_view(spark, f"{schema}.{name}", stored[name].select_sql)
+    repository_sql = "select " + ", ".join(
+        f"cast({_sql_string(getattr(repository, column))} as {kind}) as `{column}`" for column, kind in declared["repository"]
     )
-    counts: dict[str, int] = {}
-    for name, frame in [("repository", repository_frame), *tables.items()]:
-        counts[name] = frame.count()  # cached: no second read
-        frame.write.mode("overwrite").format("parquet").saveAsTable(f"{schema}.{name}")
-        if name in tables:
-            frame.unpersist()
-    log.info("loaded snapshot %s: %s", snapshot_dir, ", ".join(f"{k}={v}" for k, v in counts.items()))
+    _replace_view(spark, f"{schema}.repository", repository_sql)
+    counts["repository"] = 1
+    log.info("snapshot %s read in place: %s", snapshot_dir, ", ".join(f"{k}={v}" for k, v in counts.items()))
     return LoadedSnapshot(repository=repository, row_counts=counts, newest_commit_epoch=newest["newest"] if newest else None)
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _replace_view(spark: "SparkSession", qualified: str, select_sql: str) -> None:
+    """``create or replace view``; a table of that name (a warehouse from before snapshots were
+    read in place, or a plain ``dbt build``'s empty source table) is dropped first."""
+    database, table = qualified.split(".", 1)
+    if spark.catalog.tableExists(qualified):
+        kind = spark.catalog.getTable(qualified).tableType
+        if kind != "VIEW":
+            spark.sql(f"drop table {qualified}")
+    spark.sql(f"create or replace view {qualified} as {select_sql}")

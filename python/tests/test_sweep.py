@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pytest
 from pyspark import cloudpickle
@@ -93,6 +94,50 @@ class _RecordingDeleter(Deleter):
         return self.inner.delete_batch(uris)
 
 
+@pytest.fixture(params=["process", "spark"])
+def sweep(request: pytest.FixtureRequest, spark: Any) -> Callable[..., Any]:
+    """``sweep_report`` on one of the two paths: every behaviour below holds for both."""
+    return functools.partial(sweep_report, spark, engine=request.param)
+
+
+@dataclass(frozen=True)
+class Peeking:
+    """Deleter factory: before each batch, notes what the report's summary says and how many
+    addresses the outcome records hold as deleted at that moment."""
+
+    report_dir: str
+    log_dir: str
+
+    def __call__(self, storage_namespace: str, **options: Any) -> Deleter:
+        return _PeekingDeleter(deleter_for(storage_namespace, **options), self)
+
+    def peeks(self) -> list[dict[str, Any]]:
+        lines: list[str] = []
+        for path in Path(self.log_dir).glob("*.jsonl"):
+            lines += path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines]
+
+
+class _PeekingDeleter(Deleter):
+    def __init__(self, inner: Deleter, spec: Peeking):
+        super().__init__(inner.storage_namespace)
+        self.inner, self.spec = inner, spec
+        self.max_batch, self.max_concurrency = inner.max_batch, inner.max_concurrency
+        self.log = Path(spec.log_dir) / f"{os.getpid()}-{uuid.uuid4().hex}.jsonl"
+
+    def delete_batch(self, uris: Sequence[str]) -> list[DeleteOutcome]:
+        report = Path(self.spec.report_dir)
+        summary = json.loads((report / "summary.json").read_text(encoding="utf-8"))
+        recorded: set[str] = set()
+        for path in (report / "sweep" / "outcomes").glob("*.jsonl"):
+            for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+                if line.endswith("\n") and json.loads(line)["status"] == "deleted":
+                    recorded.add(json.loads(line)["address"])
+        with open(self.log, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"summary": summary, "recorded_deleted": len(recorded)}) + "\n")
+        return self.inner.delete_batch(uris)
+
+
 # -- tests --------------------------------------------------------------------------------------
 
 
@@ -113,14 +158,14 @@ def _objects(ns: Path, names: Sequence[str]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def test_sweep_deletes_marked_files_and_records_outcomes(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_sweep_deletes_marked_files_and_records_outcomes(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     names = [f"obj-{i:03d}" for i in range(40)] + ['we"ird, name', "new\nline", "ünï côdé"]
     rows = _objects(namespace, names)
     keep = _objects(namespace, ["keep-me"])[0]
     (namespace / "_lakefs" / "meta").write_bytes(b"m")
     report = write_report(tmp_path / "report", namespace.as_uri(), rows)
 
-    result = sweep_report(spark, report, batch_size=7, parallelism=2)
+    result = sweep(report, batch_size=7, parallelism=2)
 
     assert (result.num_marked, result.num_deleted, result.num_failed, result.success) == (len(rows), len(rows), 0, True)
     assert sorted(p.name for p in (namespace / "data").iterdir()) == ["keep-me"]
@@ -135,7 +180,7 @@ def test_sweep_deletes_marked_files_and_records_outcomes(spark: Any, namespace: 
     assert sweep_summary["num_deleted"] == len(rows) and sweep_summary["sweep_id"] == result.sweep_id
 
 
-def test_unsafe_rows_are_recorded_failed_and_never_deleted(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_unsafe_rows_are_recorded_failed_and_never_deleted(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside" / "precious"
     outside.parent.mkdir()
     outside.write_bytes(b"p")
@@ -154,7 +199,7 @@ def test_unsafe_rows_are_recorded_failed_and_never_deleted(spark: Any, namespace
         (ns, "FULL", ns),
     ]
     report = write_report(tmp_path / "report", ns, ok + unsafe)
-    result = sweep_report(spark, report, parallelism=2)
+    result = sweep(report, parallelism=2)
 
     assert (result.num_deleted, result.num_failed, result.success) == (1, len(unsafe), False)
     assert outside.exists() and meta.exists() and Path(victim[2].removeprefix("file://")).exists()
@@ -163,17 +208,18 @@ def test_unsafe_rows_are_recorded_failed_and_never_deleted(spark: Any, namespace
     assert json.loads((report / "summary.json").read_text())["success"] is False
 
 
-def test_killed_sweep_resumes_without_redeleting_or_losing(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_killed_sweep_resumes_without_redeleting_or_losing(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     rows = _objects(namespace, [f"f{i:03d}" for i in range(60)])
     report = write_report(tmp_path / "report", namespace.as_uri(), rows)
     first = Recording(str(tmp_path / "log1"), fail_after=2)
     Path(first.log_dir).mkdir()
 
     with pytest.raises(SweepFailed, match="run the sweep again"):
-        sweep_report(spark, report, batch_size=5, parallelism=2, deleter_factory=first)
+        sweep(report, batch_size=5, parallelism=2, deleter_factory=first)
 
     summary = json.loads((report / "summary.json").read_text())
-    assert summary["success"] is False
+    assert (summary["success"], summary["status"]) == (False, "sweep_failed")
+    assert summary["error"].startswith("sweep: ") and summary["finished_at"]
     recorded = {o["physical_address"] for o in read_outcomes_csv(report) if o["status"] == "deleted"}
     assert 0 < len(recorded) < len(rows)
     remaining = sorted(p.name for p in (namespace / "data").iterdir())
@@ -181,7 +227,7 @@ def test_killed_sweep_resumes_without_redeleting_or_losing(spark: Any, namespace
 
     second = Recording(str(tmp_path / "log2"))
     Path(second.log_dir).mkdir()
-    result = sweep_report(spark, report, batch_size=5, parallelism=2, deleter_factory=second)
+    result = sweep(report, batch_size=5, parallelism=2, deleter_factory=second)
 
     again = set(second.requested())
     assert not again & recorded, "a re-run never re-deletes what was recorded deleted"
@@ -190,29 +236,33 @@ def test_killed_sweep_resumes_without_redeleting_or_losing(spark: Any, namespace
     assert result.num_previously_deleted == len(recorded)
     assert not any((namespace / "data").iterdir())
     assert len(read_outcomes_csv(report)) == len(rows)
+    resumed = json.loads((report / "summary.json").read_text())
+    assert (resumed["status"], resumed["success"], resumed["sweep_count"]) == ("swept", True, 2)
+    assert resumed["resumed_from"] == summary["sweep_id"] and resumed["sweep_id"] == result.sweep_id
+    assert "lock_taken_over" not in resumed, "the failed sweep released its lock"
 
-    rerun = sweep_report(spark, report)  # a dry-run report may be swept again: nothing left to do
+    rerun = sweep(report)  # a dry-run report may be swept again: nothing left to do
     assert (rerun.num_attempted, rerun.num_deleted, rerun.success) == (0, len(rows), True)
 
 
-def test_torn_outcome_lines_are_ignored(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_torn_outcome_lines_are_ignored(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     rows = _objects(namespace, ["a", "b"])
     report = write_report(tmp_path / "report", namespace.as_uri(), rows)
     outcomes = report / "sweep" / "outcomes"
     outcomes.mkdir(parents=True)
     line = {"address": "data/a", "physical_address": rows[0][2], "status": "deleted", "reason": "", "ts": 1, "sweep_id": "old"}
     (outcomes / "old-p00000-a0.jsonl").write_text(json.dumps(line) + "\n" + '{"address": "data/b", "physical_address": "fi')
-    result = sweep_report(spark, report)
+    result = sweep(report)
     assert (result.num_attempted, result.num_deleted, result.num_previously_deleted) == (1, 2, 1)
     assert (namespace / "data" / "a").exists(), "recorded as deleted earlier, so not touched again"
     assert not (namespace / "data" / "b").exists()
 
 
-def test_empty_report_and_spark_written_report(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_empty_report_and_spark_written_report(sweep: Any, spark: Any, namespace: Path, tmp_path: Path) -> None:
     from lakewarden.report import Report
 
     empty = write_report(tmp_path / "empty", namespace.as_uri(), [])
-    result = sweep_report(spark, empty)
+    result = sweep(empty)
     assert (result.num_marked, result.success) == (0, True)
     assert read_outcomes_csv(empty) == []
 
@@ -223,35 +273,35 @@ def test_empty_report_and_spark_written_report(spark: Any, namespace: Path, tmp_
         storage_namespace=namespace.as_uri(),
     )
     report.write_addresses(spark.createDataFrame(rows, "address string, address_type string, physical_address string"))
-    result = sweep_report(spark, directory)
+    result = sweep(directory)
     assert (result.num_deleted, result.success) == (3, True)
 
 
-def test_bad_input(spark: Any, namespace: Path, tmp_path: Path) -> None:
+def test_bad_input(sweep: Any, namespace: Path, tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="does not exist"):
-        sweep_report(spark, tmp_path / "nope")
+        sweep(tmp_path / "nope")
     no_csv = write_report(tmp_path / "no-csv", namespace.as_uri(), [])
     (no_csv / "addresses.csv").unlink()
     with pytest.raises(BadInput, match="addresses.csv: missing"):
-        sweep_report(spark, no_csv)
+        sweep(no_csv)
     bad_columns = write_report(tmp_path / "bad-columns", namespace.as_uri(), [])
     (bad_columns / "addresses.csv").write_text("address,size\nx,1\n")
     with pytest.raises(BadInput, match="address_type"):
-        sweep_report(spark, bad_columns)
+        sweep(bad_columns)
     no_ns = write_report(tmp_path / "no-ns", namespace.as_uri(), [])
     (no_ns / "summary.json").write_text(json.dumps({"run_id": "r", "dry_run": True}))
     with pytest.raises(BadInput, match="storage_namespace"):
-        sweep_report(spark, no_ns)
+        sweep(no_ns)
     with pytest.raises(BadInput, match="no deleter for scheme"):
-        sweep_report(spark, write_report(tmp_path / "gs", "gs://bucket/ns", []))
+        sweep(write_report(tmp_path / "gs", "gs://bucket/ns", []))
 
     swept = write_report(tmp_path / "swept", namespace.as_uri(), _objects(namespace, ["z"]), dry_run=False)
-    assert sweep_report(spark, swept).success
+    assert sweep(swept).success
     with pytest.raises(BadInput, match="already swept"):
-        sweep_report(spark, swept)
+        sweep(swept)
 
 
-def test_cli(spark: Any, namespace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli(namespace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from lakewarden.cli import main
 
     assert main(["sweep", "--report", str(tmp_path / "missing")]) == 2
@@ -260,3 +310,26 @@ def test_cli(spark: Any, namespace: Path, tmp_path: Path, capsys: pytest.Capture
     assert main(["sweep", "--report", str(report), "--parallelism", "1"]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (printed["num_deleted"], printed["success"]) == (2, True)
+
+
+def test_summary_is_true_while_the_sweep_runs(sweep: Any, namespace: Path, tmp_path: Path) -> None:
+    rows = _objects(namespace, [f"t{i:03d}" for i in range(60)])
+    report = write_report(tmp_path / "report", namespace.as_uri(), rows)
+    peeking = Peeking(str(report), str(tmp_path / "peeks"))
+    Path(peeking.log_dir).mkdir()
+
+    result = sweep(report, batch_size=6, parallelism=2, deleter_factory=peeking)
+
+    peeks = peeking.peeks()
+    assert len(peeks) == 10, "one look per batch"
+    for peek in peeks:
+        seen = peek["summary"]
+        assert (seen["status"], seen["success"], seen["finished_at"]) == ("sweeping", False, None)
+        assert seen["sweep_id"] == result.sweep_id and seen["sweep_started_at"] == result.started_at
+        assert seen["num_deleted"] <= peek["recorded_deleted"], "never more than the records hold"
+        assert seen["num_failed"] == 0
+    if sweep.keywords["engine"] == "process":  # one batch at a time: counted as each lands
+        assert sorted(p["summary"]["num_deleted"] for p in peeks) == list(range(0, 60, 6))
+    final = json.loads((report / "summary.json").read_text())
+    assert (final["status"], final["success"], final["num_deleted"], final["sweep_count"]) == ("swept", True, 60, 1)
+    assert final["resumed_from"] is None and final["marked_finished_at"] == "2026-01-01T00:00:01Z"

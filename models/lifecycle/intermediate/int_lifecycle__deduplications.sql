@@ -108,7 +108,7 @@ staged_references as (
     select
         candidate_addresses.physical_address,
         staged.path,
-        concat('staged on branch ', staged.branch_id) as kept_reason
+        coalesce(concat('staged on branch ', staged.branch_id), 'staged (lakeFS uncommitted listing)') as kept_reason
     from staged
     cross join repository
     inner join candidate_addresses

@@ -17,7 +17,6 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "lifecycle": ("lakewarden.bench.lifecycle", "lifecycle full run, then an incremental run after +1% commits"),
     "uncommitted-gc": ("lakewarden.bench.uncommitted_gc", "uncommitted GC clean and optimized runs"),
     "sstable-read": ("lakewarden.bench.sstable_read", "SSTable decoding throughput"),
-    "sweep-s3": ("lakewarden.bench.sweep_s3", "sweep deletes/s on a local S3 vs. one DeleteObject per key"),
 }
 PROG = "python -m lakewarden.bench"
 

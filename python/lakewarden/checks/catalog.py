@@ -53,6 +53,10 @@ class Catalog(Protocol):
         """``(path, content)`` of every ``_lakefs_actions/*.yaml`` object at the commit."""
         ...
 
+    def branches(self, repository: str) -> list[str]:
+        """Names of the repository's branches (to match protection globs such as ``release-*``)."""
+        ...
+
 
 def read_uri(uri: str) -> bytes:
     """Bytes of an object by URI: ``file://`` from local disk, ``s3://`` through boto3."""
@@ -202,6 +206,11 @@ class SnapshotCatalog:
             else {},
         )
 
+    def branches(self, repository: str) -> list[str]:
+        self._repository(repository)
+        names: dict[str, str] = self._load("branches", lambda rows: {r["branch_id"]: r["commit_id"] for r in rows})
+        return sorted(names)
+
     def action_files(self, repository: str, commit_id: str) -> list[tuple[str, bytes]]:
         info = self._repository(repository)
         commits: dict[str, dict[str, Any]] = self._load("commits", lambda rows: {r["commit_id"]: r for r in rows})
@@ -304,6 +313,18 @@ class LakeFSCatalog:
             creation_date=str(commit.creation_date) if commit.creation_date is not None else None,
             commit_metadata=dict(commit.metadata or {}),
         )
+
+    def branches(self, repository: str) -> list[str]:
+        api = self._sdk.BranchesApi(self._client)
+        names: list[str] = []
+        after = ""
+        while True:
+            page = self._call(api.list_branches, repository, after=after, amount=1000,
+                              not_found=f"repository {repository!r} not found")
+            names.extend(b.id for b in page.results)
+            if not page.pagination.has_more:
+                return names
+            after = page.pagination.next_offset
 
     def action_files(self, repository: str, commit_id: str) -> list[tuple[str, bytes]]:
         objects = self._sdk.ObjectsApi(self._client)

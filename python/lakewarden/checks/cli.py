@@ -89,6 +89,17 @@ def print_checks(report: dict[str, Any], *, triggered: bool = False) -> None:
             row.append("yes" if c.get("triggered") else "no (already ran)")
         rows.append(row)
     print(table(rows, header + (["TRIGGERED"] if triggered else [])))
+    print_merge(report)
+
+
+def print_merge(report: dict[str, Any]) -> None:
+    """One line per protected branch: may this commit merge into it?"""
+    for m in report.get("merge") or []:
+        if m["mergeable"]:
+            print(f"mergeable into {m['branch']}: all {len(m['mandatory_checks'])} mandatory checks passed")
+        else:
+            why = "; ".join(r["reason"] for r in m["reasons"])
+            print(f"NOT mergeable into {m['branch']}: {why}")
 
 
 def print_details(checks: list[dict[str, Any]]) -> None:
@@ -105,7 +116,7 @@ def print_details(checks: list[dict[str, Any]]) -> None:
             ("started", short_time(c["started_at"])),
             ("finished", short_time(c["finished_at"])),
             ("deadline", short_time(c["deadline_at"])),
-            ("log", c.get("output_url") or "-"),
+            ("log link", c.get("output_url") or "-"),
         ]
         if c.get("error"):
             fields.append(("error", c["error"]))
@@ -117,6 +128,11 @@ def print_details(checks: list[dict[str, Any]]) -> None:
         print(f"  {'metadata:':<14}{'-' if not metadata else ''}")
         for k, v in sorted(metadata.items()):
             print(f"    {k} = {v}")
+        if "log" in c:
+            text = c["log"] or ""
+            print(f"  {'log:':<14}{'-' if not text else ''}")
+            for line in text.splitlines()[-200:]:  # the tail: the end of a log says why it ended
+                print(f"    | {line}")
 
 
 def emit(args: argparse.Namespace, payload: Any, human: Callable[[], None]) -> None:
@@ -192,7 +208,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         payload: Any = checks[0]
     else:
         payload = client.list(repo, ref)
-        checks = payload["checks"]
+        # The details of each check carry its executor log.
+        checks = [client.get(repo, payload["commit_id"], c["id"]) for c in payload["checks"]]
+        payload["checks"] = checks
 
     def human() -> None:
         if not args.check_id:
@@ -203,6 +221,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         if not checks:
             print("no checks have run for this commit")
         print_details(checks)
+        if not args.check_id:
+            print()
+            print_merge(payload)
 
     emit(args, payload, human)
     return 0
@@ -255,13 +276,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise BadInput(f"invalid port {args.port}", field="port")
     token = _api_token(config.api_token, state)
     try:
-        store = Store(args.db or default_db_url(state))
+        store = Store(args.db or default_db_url(state), max_rejections=config.max_rejections)
     except Exception as exc:  # a wrong URL or missing driver is the user's to fix
         raise BadInput(f"cannot open the state store: {exc}", field="db") from None
-    service = ChecksService(catalog, store, config)
+    try:
+        service = ChecksService(catalog, store, config)
+    except BadInput:
+        store.close()
+        raise
     try:
         server = ChecksServer(service, host=args.host, port=args.port, api_token=token)
     except OSError as exc:
+        service.close()
         store.close()
         raise BadInput(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", field="port") from None
     sweeper = Sweeper(store, config.sweep_interval).start()
@@ -273,7 +299,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         sweeper.stop()
-        server.httpd.server_close()
+        server.socket.close()
         service.close()
         store.close()
     return 0

@@ -25,7 +25,31 @@ ACTIONS_PREFIX = "_lakefs_actions/"
 CHECK_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 DEFAULT_TIMEOUT = timedelta(hours=1)
-DEFAULT_ENV_PREFIX = "LAKEFSACTIONS_"
+#: lakeFS's ``actions.env.prefix`` default (pkg/config/defaults.go): action files written for lakeFS
+#: read ``{{ ENV.LAKEFSACTION_... }}`` and must read the same variables here.
+DEFAULT_ENV_PREFIX = "LAKEFSACTION_"
+
+#: lakeFS's own rules for an action file (pkg/actions/action.go), restated: a file lakeFS rejects
+#: fails every commit and merge of the repository, so checks are read only from files it accepts.
+LAKEFS_ACTION_NAME = re.compile(r"[0-9A-Za-z_][0-9A-Za-z_\-. ]+")
+LAKEFS_HOOK_ID = re.compile(r"[_a-zA-Z][\-_a-zA-Z0-9]{1,255}")
+LAKEFS_EVENTS = frozenset(
+    {
+        "prepare-commit", "pre-commit", "post-commit", "pre-merge", "post-merge",
+        "pre-create-tag", "post-create-tag", "pre-delete-tag", "post-delete-tag",
+        "pre-create-branch", "post-create-branch", "pre-delete-branch", "post-delete-branch",
+        "pre-revert", "post-revert", "pre-cherry-pick", "post-cherry-pick",
+    }
+)
+#: Hook types lakeFS knows, with the property groups it requires (one key of each group).
+LAKEFS_HOOK_PROPERTIES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "webhook": (("url",),),
+    "airflow": (("url",), ("dag_id",), ("username",), ("password",)),
+    "lua": (("script", "script_path"),),
+}
+
+#: The largest check timeout accepted: longer ones are typos, and huge numbers must not overflow.
+MAX_TIMEOUT = timedelta(days=365)
 
 
 @dataclass(frozen=True)
@@ -39,6 +63,11 @@ class CheckDefinition:
     action_name: str
     description: str = ""
     timeout: timedelta | None = None
+    #: Name of an executor endpoint of the server config (its URL and credentials), or None.
+    executor: str | None = None
+    #: Protected branches whose head defines this check exactly so (set when triggered); the
+    #: merge gate counts an execution for branch B only when B is listed here or it is "config".
+    pinned_for: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The definition as stored with each execution, so a retry needs no catalog access."""
@@ -50,7 +79,16 @@ class CheckDefinition:
             "action_name": self.action_name,
             "description": self.description,
             "timeout_seconds": self.timeout.total_seconds() if self.timeout else None,
+            "executor": self.executor,
+            "pinned_for": list(self.pinned_for),
         }
+
+    def digest_json(self) -> dict[str, Any]:
+        """What makes two definitions the same check (where they were read from does not)."""
+        data = self.to_json()
+        for key in ("source", "pinned_for", "action_name"):
+            data.pop(key)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "CheckDefinition":
@@ -63,6 +101,8 @@ class CheckDefinition:
             action_name=data.get("action_name", ""),
             description=data.get("description", ""),
             timeout=timedelta(seconds=timeout) if timeout else None,
+            executor=data.get("executor"),
+            pinned_for=tuple(data.get("pinned_for") or ()),
         )
 
 
@@ -74,20 +114,101 @@ def is_action_path(key: str) -> bool:
     return "/" not in name and name.endswith((".yaml", ".yml"))
 
 
-def parse_action_file(path: str, text: str | bytes, known_types: Iterable[str]) -> list[CheckDefinition]:
-    """The checks of one action file; an action file without ``checks:`` (hooks only) has none."""
-    types = set(known_types)
+def lakefs_rejection(doc: Any) -> str | None:
+    """Why lakeFS would refuse this parsed action file (its own wording), or None if it accepts it.
+
+    The rules are lakeFS's ``Action.Validate``: ``name`` required and matching its pattern, ``on``
+    required with known events (no ``branches`` for tag events), hook ids valid and unique, hook
+    types known, and each type's required properties present. Keys lakeFS does not know (such as
+    ``checks``) are ignored by lakeFS, which is what lets one file carry hooks and checks.
+    """
+    if not isinstance(doc, dict):
+        return "an action file must be a mapping"
+    name = doc.get("name")
+    if name is None or name == "":
+        return "'name' is required"
+    if not isinstance(name, (str, int, float)) or isinstance(name, bool) or not LAKEFS_ACTION_NAME.fullmatch(str(name)):
+        return "'name' is invalid"
+    on = doc.get("on")
+    if not isinstance(on, dict) or not on:
+        return "'on' is required"
+    for event, spec in on.items():
+        if event not in LAKEFS_EVENTS:
+            return f"event '{event}' is not supported"
+        if spec is not None and not isinstance(spec, dict):
+            return f"event '{event}': expected a mapping with 'branches'"
+        branches = (spec or {}).get("branches")
+        if branches is not None and not (isinstance(branches, list) and all(isinstance(b, str) for b in branches)):
+            return f"event '{event}': 'branches' must be a list of names"
+        if branches and str(event).endswith("-tag"):
+            return "'branches' is not supported in tag event types"
+    hooks = doc.get("hooks")
+    if hooks is None:
+        hooks = []
+    if not isinstance(hooks, list):
+        return "'hooks' must be a list"
+    ids: set[str] = set()
+    for i, hook in enumerate(hooks):
+        if not isinstance(hook, dict):
+            return f"hook[{i}] must be a mapping"
+        hook_id = hook.get("id")
+        if not isinstance(hook_id, str) or not LAKEFS_HOOK_ID.fullmatch(hook_id):
+            return f"hook[{i}] missing ID"
+        if hook_id in ids:
+            return f"hook[{i}] duplicate ID '{hook_id}'"
+        ids.add(hook_id)
+        hook_type = hook.get("type")
+        if hook_type not in LAKEFS_HOOK_PROPERTIES:
+            return f"hook[{i}] type '{hook_id}' unknown"
+        props = hook.get("properties")
+        if not isinstance(props, dict):
+            return f"hook[{i}] type '{hook_type}': missing hook properties"
+        for group in LAKEFS_HOOK_PROPERTIES[hook_type]:
+            if not any(key in props for key in group):
+                wanted = "' or '".join(group)
+                return f"hook[{i}] type '{hook_type}': '{wanted}' must be supplied in properties"
+    return None
+
+
+class ActionFileLoader(yaml.SafeLoader):
+    """YAML as lakeFS (Go's yaml.v3) reads it: only true/false are booleans.
+
+    PyYAML follows YAML 1.1, where the key ``on`` is the boolean True, so every action file's
+    ``on:`` would vanish; yaml.v3 reads it as the string "on".
+    """
+
+
+ActionFileLoader.yaml_implicit_resolvers = {
+    first: [r for r in resolvers if r[0] != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+ActionFileLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_action_document(path: str, text: str | bytes) -> dict[str, Any]:
+    """The parsed action file, or :class:`BadInput` with lakeFS's reason for rejecting it."""
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=ActionFileLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         reason = str(exc).replace("\n", " ")
-        raise BadInput(f"invalid YAML: {reason}", source=path) from None
-    if doc is None:
-        return []
-    if not isinstance(doc, dict):
-        raise BadInput("an action file must be a mapping", source=path)
-    action_name = doc.get("name") if isinstance(doc.get("name"), str) else Path(path).stem
-    raw_checks = doc.get("checks")
+        raise BadInput(f"lakeFS rejects this action file: invalid YAML: {reason}", source=path) from None
+    reason = lakefs_rejection(doc)
+    if reason is not None:
+        raise BadInput(f"lakeFS rejects this action file: {reason}", source=path)
+    assert isinstance(doc, dict)
+    return doc
+
+
+_CHECK_KEYS = {"id", "type", "properties", "description", "timeout", "executor"}
+
+
+def parse_check_entries(
+    raw_checks: Any, *, path: str, action_name: str, known_types: Iterable[str]
+) -> list[CheckDefinition]:
+    """The ``checks:`` list of an action file (or of the server config)."""
+    types = set(known_types)
     if raw_checks is None:
         return []
     if not isinstance(raw_checks, list):
@@ -129,7 +250,12 @@ def parse_action_file(path: str, text: str | bytes, known_types: Iterable[str]) 
         timeout = None
         if entry.get("timeout") is not None:
             timeout = parse_duration(entry["timeout"], source=path, field=f"{where}.timeout")
-        unknown = set(entry) - {"id", "type", "properties", "description", "timeout"}
+            if timeout > MAX_TIMEOUT:
+                raise BadInput(f"timeout longer than {MAX_TIMEOUT.days} days", source=path, field=f"{where}.timeout")
+        executor = entry.get("executor")
+        if executor is not None and (not isinstance(executor, str) or not executor):
+            raise BadInput("executor must name an executor of the server config", source=path, field=f"{where}.executor")
+        unknown = set(entry) - _CHECK_KEYS
         if unknown:
             raise BadInput(f"unknown keys {sorted(unknown)}", source=path, field=where)
         out.append(
@@ -141,17 +267,32 @@ def parse_action_file(path: str, text: str | bytes, known_types: Iterable[str]) 
                 action_name=action_name,
                 description=description,
                 timeout=timeout,
+                executor=executor,
             )
         )
     return out
+
+
+def parse_action_file(path: str, text: str | bytes, known_types: Iterable[str]) -> list[CheckDefinition]:
+    """The checks of one action file; lakeFS must accept the file (see :func:`lakefs_rejection`)."""
+    doc = load_action_document(path, text)
+    return parse_check_entries(doc.get("checks"), path=path, action_name=str(doc["name"]), known_types=known_types)
 
 
 def collect_checks(files: Iterable[tuple[str, str | bytes]], known_types: Iterable[str]) -> list[CheckDefinition]:
     """Every check of a commit's action files; a check id may be defined only once per commit."""
     types = list(known_types)
     by_id: dict[str, CheckDefinition] = {}
+    names: dict[str, str] = {}
     for path, text in sorted(files, key=lambda item: item[0]):
-        for check in parse_action_file(path, text, types):
+        doc = load_action_document(path, text)
+        name = str(doc["name"])
+        if name in names:  # lakeFS refuses two actions of one name (validateActions)
+            raise BadInput(
+                f"lakeFS rejects this action file: action name '{name}' already loaded (from {names[name]})", source=path
+            )
+        names[name] = path
+        for check in parse_check_entries(doc.get("checks"), path=path, action_name=name, known_types=types):
             if check.id in by_id:
                 raise BadInput(
                     f"duplicate check id {check.id!r} (also defined in {by_id[check.id].source})",
@@ -175,16 +316,36 @@ class ProtectedBranch:
 
 
 @dataclass(frozen=True)
+class ExecutorEndpoint:
+    """A named executor endpoint of the server config: where a check runs and with which credentials.
+
+    Credentials in the config are the service operator's, so they go only to this endpoint's URL:
+    a check uses them by naming the endpoint (``executor: prod-airflow``) and cannot change the URL.
+    """
+
+    name: str
+    type: str
+    properties: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class ServiceConfig:
     """The ``--config`` file of ``lakewarden checks serve``."""
 
     api_token: str | None = None
     public_url: str | None = None
     protected_branches: tuple[ProtectedBranch, ...] = ()
-    executors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    executors: dict[str, ExecutorEndpoint] = field(default_factory=dict)
+    #: Check definitions owned by the operator; a mandatory check defined here is never read
+    #: from any branch.
+    checks: tuple["CheckDefinition", ...] = ()
     default_timeout: timedelta = DEFAULT_TIMEOUT
     sweep_interval: timedelta = timedelta(seconds=30)
     env_prefix: str = DEFAULT_ENV_PREFIX
+    #: How many rejected callbacks are kept; older ones are dropped (and counted).
+    max_rejections: int = 10_000
+    #: How often a ``wait_for_dag`` Airflow run is polled (lakeFS polls every 5s).
+    airflow_poll_interval: timedelta = timedelta(seconds=5)
     source: str = "<defaults>"
 
     def mandatory_checks(self, repository: str, branch: str) -> list[str]:
@@ -208,6 +369,9 @@ _CONFIG_KEYS = {
     "default_timeout",
     "sweep_interval",
     "env_prefix",
+    "checks",
+    "max_rejections",
+    "airflow_poll_interval",
 }
 
 
@@ -249,9 +413,29 @@ def parse_service_config(data: Any, *, source: str, env: Mapping[str, str]) -> S
         if extra:
             raise BadInput(f"unknown keys {sorted(extra)}", source=source, field=where)
         rules.append(ProtectedBranch(branch=rule["branch"], mandatory_checks=tuple(checks), repository=repo))
-    executors = data.get("executors") or {}
-    if not isinstance(executors, dict) or not all(isinstance(v, dict) for v in executors.values()):
-        raise BadInput("executors must map a check type to its default properties", source=source, field="executors")
+    from lakewarden.checks.executors import EXECUTORS  # deferred: executors import this module
+
+    raw_executors = data.get("executors") or {}
+    if not isinstance(raw_executors, dict):
+        raise BadInput("executors must map endpoint names to {type, url, ...}", source=source, field="executors")
+    executors: dict[str, ExecutorEndpoint] = {}
+    for name, spec in raw_executors.items():
+        where = f"executors.{name}"
+        if not isinstance(spec, dict):
+            raise BadInput("an executor endpoint must be a mapping {type, url, ...}", source=source, field=where)
+        props = dict(spec)
+        kind = props.pop("type", name if name in EXECUTORS else None)
+        if kind not in EXECUTORS:
+            raise BadInput(f"type must be one of {', '.join(sorted(EXECUTORS))}", source=source, field=f"{where}.type")
+        if not isinstance(props.get("url"), str) or not re.match(r"https?://", props["url"]):
+            raise BadInput("an executor endpoint needs an http(s) url", source=source, field=f"{where}.url")
+        executors[str(name)] = ExecutorEndpoint(name=str(name), type=str(kind), properties=props)
+    config_checks = parse_check_entries(
+        data.get("checks"), path=source, action_name="server config", known_types=EXECUTORS
+    )
+    max_rejections = data.get("max_rejections", 10_000)
+    if isinstance(max_rejections, bool) or not isinstance(max_rejections, int) or not 1 <= max_rejections <= 10_000_000:
+        raise BadInput("max_rejections must be a number from 1 to 10000000", source=source, field="max_rejections")
     env_prefix = data.get("env_prefix", DEFAULT_ENV_PREFIX)
     if not isinstance(env_prefix, str):
         raise BadInput("env_prefix must be a string ('' allows every variable)", source=source, field="env_prefix")
@@ -259,7 +443,12 @@ def parse_service_config(data: Any, *, source: str, env: Mapping[str, str]) -> S
         api_token=token,
         public_url=public_url.rstrip("/") if public_url else None,
         protected_branches=tuple(rules),
-        executors={str(k): dict(v) for k, v in executors.items()},
+        executors=executors,
+        checks=tuple(config_checks),
+        max_rejections=max_rejections,
+        airflow_poll_interval=parse_duration(
+            data.get("airflow_poll_interval", "5s"), source=source, field="airflow_poll_interval"
+        ),
         default_timeout=parse_duration(data.get("default_timeout", "1h"), source=source, field="default_timeout"),
         sweep_interval=parse_duration(data.get("sweep_interval", "30s"), source=source, field="sweep_interval"),
         env_prefix=env_prefix,

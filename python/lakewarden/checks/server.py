@@ -1,200 +1,429 @@
-"""The HTTP API, merge gate and commit page of ``lakewarden checks serve`` (stdlib server).
+"""The HTTP API, merge gate and pages of ``lakewarden checks serve``: FastAPI on uvicorn.
 
-A thread per request is plenty for callbacks and gate calls; the state store does the
-serialisation. Errors are always JSON ``{"error": reason, ...}`` with 400 (bad input), 401
-(missing/wrong API token), 403 (rejected callback token), 404, 409 (wrong state) or 412 (gate).
+Request bodies are pydantic models (unknown fields refused), so the OpenAPI document the service
+serves at ``/api/v1/openapi.json`` is the contract; the same document is kept in the repository
+(``openapi.json`` next to this module; regenerate with ``python -m lakewarden.checks.server``).
+
+Every refusal is JSON ``{"error": one line, ...}`` with a 4xx status: 400 bad input (also bad
+JSON, bad Content-Length, unknown fields), 401 API token, 403 callback token, 404, 408 body too
+slow, 409 wrong state, 412 merge blocked, 413 body or log too large. Only a bug is a 500.
+Every JSON answer passes the service's secret mask. No access log is written: callback URLs
+carry tokens in their query.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
-import re
+import socket
 import threading
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any, Callable
-from urllib.parse import parse_qs, unquote, urlsplit
+from pathlib import Path
+from typing import Any, Literal
+
+import uvicorn
+from fastapi import Body, Depends, FastAPI, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lakewarden.checks.errors import ChecksError, Unauthorized
-from lakewarden.checks.service import ChecksService
+from lakewarden.checks.service import MAX_OUTPUT_CHARS, ChecksService
 from lakewarden.errors import BadInput
 
 log = logging.getLogger(__name__)
 
+#: Largest request body accepted (callbacks, gate events, log chunks).
 MAX_BODY = 1 << 20
-_SEG = r"([^/]+)"
+#: A client must send its whole body within this many seconds.
+BODY_TIMEOUT = 30.0
+OPENAPI_PATH = "/api/v1/openapi.json"
+OPENAPI_FILE = Path(__file__).with_name("openapi.json")
 
-Route = tuple[str, re.Pattern[str], str]
-ROUTES: list[Route] = [
-    ("GET", re.compile(r"/api/v1/healthz"), "health"),
-    ("GET", re.compile(r"/api/v1/recent"), "recent"),
-    ("POST", re.compile(r"/api/v1/hooks/pre-merge"), "gate"),
-    ("GET", re.compile(rf"/api/v1/repositories/{_SEG}/refs/{_SEG}/checks"), "list"),
-    ("POST", re.compile(rf"/api/v1/repositories/{_SEG}/refs/{_SEG}/checks"), "trigger"),
-    ("GET", re.compile(rf"/api/v1/repositories/{_SEG}/refs/{_SEG}/checks/{_SEG}"), "get"),
-    ("POST", re.compile(rf"/api/v1/repositories/{_SEG}/refs/{_SEG}/checks/{_SEG}/retry"), "retry"),
-    ("POST", re.compile(rf"/api/v1/repositories/{_SEG}/refs/{_SEG}/checks/{_SEG}"), "callback"),
-    ("GET", re.compile(r"/(?:ui/?)?"), "index_page"),
-    ("GET", re.compile(rf"/ui/repositories/{_SEG}/refs/{_SEG}"), "commit_page"),
-]
+#: The pages load only their own script and style; nothing inline, nothing from elsewhere.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+ASSETS = {"commit.js": "text/javascript", "index.js": "text/javascript", "checks.css": "text/css"}
+
+CHECK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 
 
-def _page(name: str) -> bytes:
-    return (resources.files("lakewarden.checks.page") / name).read_bytes()
+# -- request models --------------------------------------------------------------------------------
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: "ChecksHTTPServer"
-    protocol_version = "HTTP/1.1"
+class CallbackBody(BaseModel):
+    """An executor's result, POSTed to the event's ``callback_url``."""
 
-    # -- plumbing ------------------------------------------------------------------------------
+    model_config = ConfigDict(extra="forbid")
+    status: Literal["SUCCESS", "FAILED"]
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=1000)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        log.debug("%s %s", self.address_string(), format % args)
 
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+class TriggerBody(BaseModel):
+    """Optional body of a trigger: one check only."""
 
-    def _json(self, status: int, payload: Any) -> None:
-        self._send(status, json.dumps(payload, sort_keys=True).encode(), "application/json")
+    model_config = ConfigDict(extra="forbid")
+    id: str | None = Field(default=None, pattern=CHECK_ID)
 
-    def _body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            raise BadInput(f"request body larger than {MAX_BODY} bytes")
-        raw = self.rfile.read(length) if length else b""
-        if not raw.strip():
-            return None
-        try:
-            return json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise BadInput(f"request body is not JSON: {exc}") from None
 
-    def _require_api_token(self) -> None:
-        expected = self.server.api_token
-        header = self.headers.get("Authorization", "")
-        given = header[7:].strip() if header.lower().startswith("bearer ") else ""
-        if not expected or not given or not hmac.compare_digest(given.encode(), expected.encode()):
+class PreMergeEvent(BaseModel):
+    """lakeFS's hook event (``EventInfo``) as a pre-merge webhook sends it; other fields are ignored."""
+
+    model_config = ConfigDict(extra="allow")
+    event_type: str = "pre-merge"
+    repository_id: str = Field(min_length=1, max_length=1024)
+    branch_id: str = Field(min_length=1, max_length=1024)
+    source_ref: str = Field(min_length=1, max_length=1024)
+    commit_id: str | None = Field(default=None, max_length=1024)
+
+
+# -- limits ----------------------------------------------------------------------------------------
+
+
+def _json_error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status, headers=SECURITY_HEADERS)
+
+
+class BodyLimits:
+    """Refuses bad or too large Content-Length at once, and bodies that are too large or too slow.
+
+    (uvicorn's h11 parser already answers 400 to a Content-Length that is not a number; this
+    layer covers what reaches the app, including chunked bodies, which have no length up front.)
+    """
+
+    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY, timeout: float = BODY_TIMEOUT):
+        self.app = app
+        self.max_body = max_body
+        self.timeout = timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        lengths = [v for k, v in scope["headers"] if k == b"content-length"]
+        if lengths:
+            raw = lengths[0].decode("latin-1").strip()
+            if len(lengths) > 1 or not raw.isdigit():
+                await _json_error(400, "Content-Length must be one non-negative integer")(scope, receive, send)
+                return
+            if int(raw) > self.max_body:
+                await _json_error(413, f"request body larger than {self.max_body} bytes")(scope, receive, send)
+                return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            try:
+                message = await asyncio.wait_for(receive(), self.timeout)
+            except asyncio.TimeoutError:
+                raise StarletteHTTPException(408, f"request body not received within {self.timeout:g}s") from None
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body:
+                    raise StarletteHTTPException(413, f"request body larger than {self.max_body} bytes")
+            return message
+
+        await self.app(scope, limited, send)
+
+
+class SecurityHeaders:
+    """CSP and friends on every answer (the API's JSON as well as the pages)."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()
+                         if k.lower().encode() not in present]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
+    """One line for the first problem of a request, and the field it concerns."""
+    errors = exc.errors()
+    if not errors:
+        return "invalid request", None
+    first = errors[0]
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    if first.get("type") == "json_invalid":
+        reason = (first.get("ctx") or {}).get("error", "invalid JSON")
+        return f"request body is not JSON: {reason}", None
+    field = ".".join(loc) or None
+    message = str(first.get("msg", "invalid value")).replace("\n", " ")
+    if first.get("type") == "extra_forbidden":
+        message = "unknown field"
+    if field is None and first.get("type") == "missing":
+        return "a JSON body is required", None
+    return (f"{field}: {message}" if field else message), field
+
+
+# -- the app ---------------------------------------------------------------------------------------
+
+
+def create_app(service: ChecksService | None, api_token: str | None, *, body_timeout: float = BODY_TIMEOUT) -> FastAPI:
+    """The ASGI app; ``service`` may be None only to render the OpenAPI document."""
+    app = FastAPI(
+        title="lakewarden branch checks",
+        version="1",
+        summary="Long-running checks of lakeFS commits, their callbacks, and a pre-merge gate.",
+        openapi_url=OPENAPI_PATH,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.add_middleware(BodyLimits, timeout=body_timeout)
+    app.add_middleware(SecurityHeaders)
+
+    def svc() -> ChecksService:
+        assert service is not None
+        return service
+
+    def answer(status: int, payload: Any) -> JSONResponse:
+        return JSONResponse(svc().mask(payload), status_code=status)
+
+    def require_api_token(authorization: str | None = Header(default=None, include_in_schema=False)) -> None:
+        given = authorization[7:].strip() if authorization and authorization.lower().startswith("bearer ") else ""
+        if not api_token or not given or not hmac.compare_digest(given.encode(), api_token.encode()):
             raise Unauthorized("missing or wrong API token (Authorization: Bearer ...)")
 
-    def _dispatch(self, method: str) -> None:
-        split = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
-        path = split.path.rstrip("/") or "/"
+    @app.exception_handler(BadInput)
+    async def bad_input(_: Request, exc: BadInput) -> JSONResponse:
+        message = str(exc).replace("\n", " ")
+        return _json_error(400, service.secrets.mask(message) if service else message, field=exc.field)
+
+    @app.exception_handler(ChecksError)
+    async def refused(_: Request, exc: ChecksError) -> JSONResponse:
+        payload = {"error": str(exc).replace("\n", " "), **exc.details}
+        return JSONResponse(svc().mask(payload), status_code=exc.http_status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        message, field = _validation_message(exc)
+        return _json_error(400, message, field=field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404 and exc.detail == "Not Found":
+            return _json_error(404, f"no such endpoint: {request.url.path}")
+        if exc.status_code == 405:
+            return _json_error(405, f"{request.method} not allowed on {request.url.path}")
+        return _json_error(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def crashed(request: Request, exc: Exception) -> JSONResponse:
+        log.error("%s %s failed: %s", request.method, request.url.path,
+                  svc().secrets.mask(f"{exc.__class__.__name__}: {exc}"))
+        return _json_error(500, "internal error; see the service log")
+
+    @app.get("/api/v1/healthz", tags=["service"])
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/api/v1/recent", tags=["service"], summary="Recently checked commits")
+    def recent() -> JSONResponse:
+        return answer(200, {"commits": svc().store.recent_commits()})
+
+    @app.get("/api/v1/rejections", tags=["service"], summary="Rejected callbacks (bounded log; oldest dropped)")
+    def rejected(limit: int = Query(default=100, ge=1, le=1000)) -> JSONResponse:
+        rows = [{**r, "at": r["at"].isoformat().replace("+00:00", "Z") if r.get("at") else None}
+                for r in svc().store.rejections(limit=limit)]
+        return answer(200, {**svc().store.rejection_counts(), "rejections": rows})
+
+    @app.post(
+        "/api/v1/hooks/pre-merge",
+        tags=["gate"],
+        summary="Merge gate: lakeFS pre-merge webhook",
+        responses={412: {"description": "merge blocked; reasons listed"}},
+    )
+    def gate(event: PreMergeEvent) -> JSONResponse:
+        decision = svc().gate(event.model_dump())
+        return answer(200 if decision.allowed else 412, decision.body)
+
+    @app.get("/api/v1/repositories/{repo}/refs/{ref}/checks", tags=["checks"], summary="Checks of a commit")
+    def list_checks(repo: str, ref: str) -> JSONResponse:
+        return answer(200, svc().list(repo, ref))
+
+    @app.post(
+        "/api/v1/repositories/{repo}/refs/{ref}/checks",
+        tags=["checks"],
+        summary="Trigger the checks of a commit (in the background)",
+        status_code=202,
+        dependencies=[Depends(require_api_token)],
+    )
+    def trigger(
+        repo: str,
+        ref: str,
+        id: str | None = Query(default=None, pattern=CHECK_ID),  # noqa: A002 - the API's name
+        body: TriggerBody | None = Body(default=None),
+    ) -> JSONResponse:
+        report = svc().trigger(repo, ref, id or (body.id if body else None))
+        return answer(202 if any(c["triggered"] for c in report["checks"]) else 200, report)
+
+    @app.get("/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}", tags=["checks"], summary="One check")
+    def get_check(repo: str, ref: str, check_id: str) -> JSONResponse:
+        return answer(200, svc().get(repo, ref, check_id))
+
+    @app.post(
+        "/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}/retry",
+        tags=["checks"],
+        summary="Retry a FAILED or LOST check",
+        status_code=202,
+        dependencies=[Depends(require_api_token)],
+    )
+    def retry(repo: str, ref: str, check_id: str) -> JSONResponse:
+        return answer(202, svc().retry(repo, ref, check_id))
+
+    @app.post(
+        "/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}",
+        tags=["executors"],
+        summary="Callback: the executor's result (token from the event)",
+    )
+    def callback(
+        repo: str, ref: str, check_id: str, body: CallbackBody, token: str = Query(min_length=1, max_length=512)
+    ) -> JSONResponse:
+        return answer(200, svc().callback(repo, ref, check_id, token, body.model_dump()))
+
+    @app.get(
+        "/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}/output",
+        tags=["checks"],
+        summary="The executor log of the check's current execution",
+        response_class=PlainTextResponse,
+    )
+    def get_output(repo: str, ref: str, check_id: str) -> PlainTextResponse:
+        return PlainTextResponse(svc().output(repo, ref, check_id))
+
+    @app.post(
+        "/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}/output",
+        tags=["executors"],
+        summary=f"Append to the executor log (the event's output_url; text, at most {MAX_OUTPUT_CHARS} characters)",
+        openapi_extra={"requestBody": {"required": True, "content": {"text/plain": {"schema": {"type": "string"}}}}},
+    )
+    async def append_output(request: Request, repo: str, ref: str, check_id: str) -> JSONResponse:
+        token = request.query_params.get("token") or ""
+        header = request.headers.get("authorization", "")
+        if not token and header.lower().startswith("bearer "):
+            token = header[7:].strip()
+        raw = await request.body()
         try:
-            for route_method, pattern, name in ROUTES:
-                match = pattern.fullmatch(path)
-                if match and route_method == method:
-                    args = [unquote(g) for g in match.groups()]
-                    handler: Callable[..., None] = getattr(self, f"h_{name}")
-                    handler(*args, query=query)
-                    return
-            if any(p.fullmatch(path) for _, p, _ in ROUTES):
-                self._json(HTTPStatus.METHOD_NOT_ALLOWED, {"error": f"{method} not allowed on {path}"})
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": f"no such endpoint: {path}"})
-        except BadInput as exc:
-            self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc), "field": exc.field})
-        except ChecksError as exc:
-            self._json(exc.http_status, {"error": str(exc), **exc.details})
-        except Exception:
-            log.exception("%s %s failed", method, path)
-            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "internal error; see the service log"})
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadInput("the log must be UTF-8 text") from None
+        result = await asyncio.to_thread(svc().append_output, repo, ref, check_id, token, text)
+        return answer(200, result)
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        self._dispatch("GET")
+    def page(name: str) -> Response:
+        body = (resources.files("lakewarden.checks.page") / name).read_bytes()
+        return Response(body, media_type="text/html; charset=utf-8")
 
-    def do_POST(self) -> None:  # noqa: N802
-        self._dispatch("POST")
+    @app.get("/", include_in_schema=False)
+    @app.get("/ui", include_in_schema=False)
+    def index_page() -> Response:
+        return page("index.html")
 
-    # -- endpoints -----------------------------------------------------------------------------
+    @app.get("/ui/repositories/{repo}/refs/{ref}", include_in_schema=False)
+    def commit_page(repo: str, ref: str) -> Response:
+        return page("commit.html")
 
-    @property
-    def service(self) -> ChecksService:
-        return self.server.service
+    @app.get("/ui/assets/{name}", include_in_schema=False)
+    def asset(name: str) -> Response:
+        if name not in ASSETS:
+            return _json_error(404, f"no such asset: {name}")
+        return Response((resources.files("lakewarden.checks.page") / name).read_bytes(), media_type=ASSETS[name])
 
-    def h_health(self, *, query: dict[str, str]) -> None:
-        self._json(200, {"status": "ok"})
-
-    def h_recent(self, *, query: dict[str, str]) -> None:
-        self._json(200, {"commits": self.service.store.recent_commits()})
-
-    def h_gate(self, *, query: dict[str, str]) -> None:
-        decision = self.service.gate(self._body())
-        self._json(200 if decision.allowed else HTTPStatus.PRECONDITION_FAILED, decision.body)
-
-    def h_list(self, repo: str, ref: str, *, query: dict[str, str]) -> None:
-        self._json(200, self.service.list(repo, ref))
-
-    def h_trigger(self, repo: str, ref: str, *, query: dict[str, str]) -> None:
-        self._require_api_token()
-        body = self._body() or {}
-        if not isinstance(body, dict):
-            raise BadInput('trigger body must be {"id": CHECK} or empty')
-        check_id = query.get("id") or body.get("id")
-        if check_id is not None and not isinstance(check_id, str):
-            raise BadInput("id must be a string", field="id")
-        report = self.service.trigger(repo, ref, check_id)
-        self._json(202 if any(c["triggered"] for c in report["checks"]) else 200, report)
-
-    def h_get(self, repo: str, ref: str, check_id: str, *, query: dict[str, str]) -> None:
-        self._json(200, self.service.get(repo, ref, check_id))
-
-    def h_retry(self, repo: str, ref: str, check_id: str, *, query: dict[str, str]) -> None:
-        self._require_api_token()
-        self._json(202, self.service.retry(repo, ref, check_id))
-
-    def h_callback(self, repo: str, ref: str, check_id: str, *, query: dict[str, str]) -> None:
-        result = self.service.callback(repo, ref, check_id, query.get("token"), self._body())
-        self._json(200, result)
-
-    def h_index_page(self, *, query: dict[str, str]) -> None:
-        self._send(200, _page("index.html"), "text/html; charset=utf-8")
-
-    def h_commit_page(self, repo: str, ref: str, *, query: dict[str, str]) -> None:
-        self._send(200, _page("commit.html"), "text/html; charset=utf-8")
+    return app
 
 
-class ChecksHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512  # hundreds of executors may call back at once
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document of the checks API (what the service serves at OPENAPI_PATH)."""
+    return create_app(None, None).openapi()
 
-    def __init__(self, address: tuple[str, int], service: ChecksService, api_token: str | None):
-        super().__init__(address, _Handler)
-        self.service = service
-        self.api_token = api_token
+
+# -- running -----------------------------------------------------------------------------------------
 
 
 class ChecksServer:
-    """The HTTP server on its own thread; ``url`` is where it listens."""
+    """uvicorn serving the app; ``url`` is where it listens (the socket is bound on creation)."""
 
-    def __init__(self, service: ChecksService, *, host: str = "127.0.0.1", port: int = 0, api_token: str | None = None):
-        self.httpd = ChecksHTTPServer((host, port), service, api_token)
-        self.host, self.port = self.httpd.server_address[:2]  # type: ignore[misc]
-        self.url = f"http://{self.host}:{self.port}"
+    def __init__(
+        self,
+        service: ChecksService,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        api_token: str | None = None,
+        body_timeout: float = BODY_TIMEOUT,
+    ):
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.socket.bind((host, port))
+        except OSError:
+            self.socket.close()
+            raise
+        self.socket.listen(2048)
+        self.host, self.port = self.socket.getsockname()[:2]
+        self.url = f"http://{self.host}:{self.port}" if family == socket.AF_INET else f"http://[{self.host}]:{self.port}"
         if not service.public_url:
             service.public_url = self.url
+        self.app = create_app(service, api_token, body_timeout=body_timeout)
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            access_log=False,  # query strings carry callback tokens
+            timeout_keep_alive=30,  # idle keep-alive; cheap on the event loop, spares executors reconnects
+            limit_concurrency=2000,
+            backlog=2048,
+            timeout_graceful_shutdown=5,
+        )
+        self.uvicorn = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
     def start(self) -> "ChecksServer":
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="checks-http", daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, name="checks-http", daemon=True)
         self._thread.start()
+        for _ in range(200):
+            if self.uvicorn.started:
+                break
+            threading.Event().wait(0.025)
         return self
 
     def serve_forever(self) -> None:
-        self.httpd.serve_forever()
+        self.uvicorn.run(sockets=[self.socket])
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.uvicorn.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.socket.close()
+
+
+def main() -> None:
+    """Write the OpenAPI document into the package (run after changing the API)."""
+    OPENAPI_FILE.write_text(json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {OPENAPI_FILE}")
+
+
+if __name__ == "__main__":
+    main()

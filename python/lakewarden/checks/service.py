@@ -7,6 +7,7 @@ and executors are called after the state change is committed, outside any transa
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import logging
 import os
@@ -18,13 +19,19 @@ from urllib.parse import quote
 
 from lakewarden.checks.catalog import Catalog, ResolvedRef
 from lakewarden.checks.config import CheckDefinition, ServiceConfig, collect_checks
+from lakewarden.checks.dag_watch import DagRunWatcher
 from lakewarden.checks.errors import Conflict, NotFound
 from lakewarden.checks.executors import EXECUTORS, ExecutionRequest, prepare_properties
+from lakewarden.checks.masking import SecretMask, install_log_masking
 from lakewarden.checks.states import RETRYABLE, Status, parse_callback_status
 from lakewarden.checks.store import Execution, Store
+from lakewarden.checks.templating import render_env
 from lakewarden.errors import BadInput
 
 log = logging.getLogger(__name__)
+
+#: The largest executor log kept per execution (characters); appends beyond it are refused.
+MAX_OUTPUT_CHARS = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,10 @@ class GateDecision:
 
     allowed: bool
     body: dict[str, Any]
+
+
+def is_glob(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")
 
 
 class ChecksService:
@@ -51,27 +62,103 @@ class ChecksService:
         self.config = config
         self.env = env if env is not None else os.environ
         self.public_url = (config.public_url or public_url or "").rstrip("/")
+        self.secrets = SecretMask()
+        install_log_masking(self.secrets)
+        for endpoint in config.executors.values():
+            # Render now: a missing variable stops serve at once, and the values are masked from
+            # the first request on.
+            rendered: set[str] = set()
+            render_env(endpoint.properties, self.env, prefix="", source=config.source,
+                       field=f"executors.{endpoint.name}", rendered=rendered)
+            self.secrets.add(rendered, basic_auth_user=str(endpoint.properties.get("username") or ""))
         self._pool = ThreadPoolExecutor(max_workers=max_parallel_starts, thread_name_prefix="checks-start")
+        self.watcher = DagRunWatcher(store, config.airflow_poll_interval.total_seconds(), self.secrets.mask)
 
     def close(self) -> None:
+        self.watcher.stop()
         self._pool.shutdown(wait=True)
 
-    # -- reading -------------------------------------------------------------------------------
+    def mask(self, value: Any) -> Any:
+        return self.secrets.mask_obj(value)
 
-    def definitions(self, resolved: ResolvedRef) -> list[CheckDefinition]:
+    # -- definitions ---------------------------------------------------------------------------
+
+    def protected_branches(self, repository: str) -> list[str]:
+        """Existing branches of the repository that a protection rule matches, in rule order."""
+        rules = [r for r in self.config.protected_branches if fnmatch.fnmatchcase(repository, r.repository)]
+        if not rules:
+            return []
+        existing: list[str] | None = None
+        out: list[str] = []
+        for rule in rules:
+            if is_glob(rule.branch):
+                if existing is None:
+                    existing = self.catalog.branches(repository)
+                names = [b for b in existing if fnmatch.fnmatchcase(b, rule.branch)]
+            else:
+                names = [rule.branch]
+            out.extend(n for n in names if n not in out)
+        return out
+
+    def pinned_definitions(self, repository: str) -> dict[str, CheckDefinition]:
+        """Every mandatory check of the repository's protected branches, defined by the server
+        config or else by the head of the protected branch that requires it (never by the commit
+        being checked). ``pinned_for`` lists the protected branches that definition satisfies."""
+        config_defs = {d.id: d for d in self.config.checks}
+        heads: dict[str, dict[str, CheckDefinition]] = {}
+        chosen: dict[str, CheckDefinition] = {}
+        for branch in self.protected_branches(repository):
+            for check_id in self.config.mandatory_checks(repository, branch):
+                if check_id in config_defs:
+                    candidate: CheckDefinition | None = config_defs[check_id]
+                else:
+                    if branch not in heads:
+                        try:
+                            head = self.catalog.resolve(repository, branch)
+                        except NotFound:
+                            heads[branch] = {}
+                            continue
+                        try:
+                            heads[branch] = {d.id: d for d in self._definitions_at(head)}
+                        except BadInput as exc:  # say where: the file is the protected branch's
+                            raise BadInput(f"{exc} (at the head of protected branch {branch})") from None
+                    candidate = heads[branch].get(check_id)
+                if candidate is None:
+                    continue
+                previous = chosen.get(check_id)
+                if previous is None:
+                    chosen[check_id] = dataclasses.replace(candidate, pinned_for=(branch,))
+                elif previous.digest_json() == candidate.digest_json():
+                    chosen[check_id] = dataclasses.replace(previous, pinned_for=(*previous.pinned_for, branch))
+        return chosen
+
+    def _definitions_at(self, resolved: ResolvedRef) -> list[CheckDefinition]:
         files = self.catalog.action_files(resolved.repository.repository_id, resolved.commit_id)
         return collect_checks(files, EXECUTORS)
 
+    def definitions(self, resolved: ResolvedRef) -> list[CheckDefinition]:
+        """The checks to run for a commit: its own, with every mandatory check replaced by (or
+        added as) its pinned definition."""
+        own = self._definitions_at(resolved)
+        pinned = self.pinned_definitions(resolved.repository.repository_id)
+        out = [pinned.get(d.id, d) for d in own]
+        out.extend(d for check_id, d in pinned.items() if check_id not in {o.id for o in own})
+        return out
+
+    # -- reading -------------------------------------------------------------------------------
+
     def list(self, repository: str, ref: str) -> dict[str, Any]:
         resolved = self.catalog.resolve(repository, ref)
-        return self._report(resolved, self.store.list(repository, resolved.commit_id))
+        executions = self.store.list(repository, resolved.commit_id)
+        return self._report(resolved, executions, merge=self.merge_status(repository, resolved.commit_id, executions))
 
     def get(self, repository: str, ref: str, check_id: str) -> dict[str, Any]:
         resolved = self.catalog.resolve(repository, ref)
         found = self.store.get(repository, resolved.commit_id, check_id)
         if found is None:
             raise NotFound(f"check {check_id!r} has not run for commit {resolved.commit_id}", check_id=check_id)
-        return {**found.to_json(), "mandatory_for": self._mandatory_for(resolved, check_id)}
+        return {**self._check_json(found), "mandatory_for": self._mandatory_for(resolved, check_id),
+                "log": self.secrets.mask(self.store.output(found))}
 
     def _mandatory_for(self, resolved: ResolvedRef, check_id: str) -> list[str]:
         return [
@@ -81,8 +168,14 @@ class ChecksService:
             and fnmatch.fnmatchcase(resolved.repository.repository_id, rule.repository)
         ]
 
-    @staticmethod
-    def _report(resolved: ResolvedRef, executions: list[Execution], **extra: Any) -> dict[str, Any]:
+    def log_path(self, e: Execution) -> str:
+        return (f"/api/v1/repositories/{quote(e.repository, safe='')}/refs/{e.commit_id}"
+                f"/checks/{quote(e.check_id, safe='')}/output")
+
+    def _check_json(self, e: Execution) -> dict[str, Any]:
+        return {**e.to_json(), "log_url": self.log_path(e), "pinned_for": list(e.definition.pinned_for)}
+
+    def _report(self, resolved: ResolvedRef, executions: list[Execution], **extra: Any) -> dict[str, Any]:
         return {
             "repository": resolved.repository.repository_id,
             "ref": resolved.ref,
@@ -90,17 +183,34 @@ class ChecksService:
             "commit_id": resolved.commit_id,
             "commit_message": resolved.message,
             "committer": resolved.committer,
-            "checks": [e.to_json() for e in executions],
+            "checks": [self._check_json(e) for e in executions],
             **extra,
         }
+
+    def output(self, repository: str, ref: str, check_id: str) -> str:
+        resolved = self.catalog.resolve(repository, ref) if self.store.get(repository, ref, check_id) is None else None
+        commit_id = resolved.commit_id if resolved else ref
+        found = self.store.get(repository, commit_id, check_id)
+        if found is None:
+            raise NotFound(f"check {check_id!r} has not run for commit {commit_id}", check_id=check_id)
+        return str(self.secrets.mask(self.store.output(found)))
+
+    def append_output(self, repository: str, ref: str, check_id: str, token: str | None, text: str) -> dict[str, Any]:
+        """Append to the executor log of the execution ``token`` belongs to (the event's output_url)."""
+        if not token:
+            raise BadInput("the log endpoint needs ?token= (the event's callback_token)", field="token")
+        execution = self.store.execution_for_token(repository, ref, check_id, token)
+        total = self.store.append_output(execution, str(self.secrets.mask(text)), MAX_OUTPUT_CHARS)
+        return {"id": check_id, "execution_id": execution.execution_id, "size": total, "limit": MAX_OUTPUT_CHARS}
 
     # -- triggering ----------------------------------------------------------------------------
 
     def trigger(self, repository: str, ref: str, check_id: str | None = None) -> dict[str, Any]:
-        """Start every check of the commit (or one) that has no execution yet.
+        """Start every check of the commit (or one) that has no execution yet, in the background.
 
         Checks that already ran or are running are reported unchanged (``triggered: false``);
-        FAILED and LOST ones are started again with :meth:`retry`.
+        FAILED and LOST ones are started again with :meth:`retry`. The answer comes before any
+        executor is called: the checks are STARTING, and move on as executors answer.
         """
         resolved = self.catalog.resolve(repository, ref)
         definitions = self.definitions(resolved)
@@ -118,9 +228,9 @@ class ChecksService:
             results.append((definition.id, token is not None))
             if token is not None:
                 started.append((execution, token, properties))
-        self._dispatch(resolved, started)
         triggered = dict(results)
         executions = [e for e in self.store.list(repository, resolved.commit_id) if e.check_id in triggered]
+        self._dispatch(resolved, started)
         report = self._report(resolved, executions)
         for item in report["checks"]:
             item["triggered"] = triggered[item["id"]]
@@ -143,49 +253,55 @@ class ChecksService:
             repository, resolved.commit_id, check_id, current.definition.timeout or self.config.default_timeout
         )
         self._dispatch(resolved, [(execution, token, properties)])
-        found = self.store.get(repository, resolved.commit_id, check_id)
-        assert found is not None
-        return self._report(resolved, [found])
+        return self._report(resolved, [execution])
 
     def _prepare(self, definition: CheckDefinition) -> dict[str, Any]:
-        return prepare_properties(definition, self.config.executors, self.env, self.config.env_prefix)
+        rendered: set[str] = set()
+        try:
+            return prepare_properties(definition, self.config.executors, self.env, self.config.env_prefix, rendered)
+        finally:
+            self.secrets.add(rendered, basic_auth_user=str(definition.properties.get("username") or ""))
 
-    def callback_url(self, repository: str, commit_id: str, check_id: str, token: str) -> str:
+    def check_url(self, repository: str, commit_id: str, check_id: str, suffix: str, token: str) -> str:
         path = f"/api/v1/repositories/{quote(repository, safe='')}/refs/{commit_id}/checks/{quote(check_id, safe='')}"
-        return f"{self.public_url}{path}?token={quote(token, safe='')}"
+        return f"{self.public_url}{path}{suffix}?token={quote(token, safe='')}"
 
     def event(self, resolved: ResolvedRef, execution: Execution, token: str) -> dict[str, Any]:
-        """The JSON an executor receives (webhook body, Airflow ``conf``); see the README."""
+        """The JSON an executor receives (webhook body; Airflow ``conf["lakeFS_event"]``).
+
+        The design's fields first (CONTRACT 6): ``source_ref`` is the commit the ref was
+        dereferenced to, so the executor checks exactly what the result will be recorded for.
+        """
         repo = resolved.repository
         return {
+            "repository_id": repo.repository_id,
+            "branch_id": resolved.branch_id,
+            "source_ref": resolved.commit_id,
+            "check_id": execution.check_id,
+            "storage_namespace": repo.storage_namespace,
+            "callback_token": token,
+            "output_url": self.check_url(repo.repository_id, resolved.commit_id, execution.check_id, "/output", token),
+            "callback_url": self.check_url(repo.repository_id, resolved.commit_id, execution.check_id, "", token),
             "event_type": "check",
             "event_time": datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"),
             "action_name": execution.definition.action_name,
             "hook_id": execution.check_id,
-            "check_id": execution.check_id,
             "check_type": execution.check_type,
             "execution_id": execution.execution_id,
             "attempt": execution.attempt,
-            "repository_id": repo.repository_id,
-            "storage_namespace": repo.storage_namespace,
             "ref": resolved.ref,
-            "branch_id": resolved.branch_id,
-            "source_ref": resolved.ref,
             "commit_id": resolved.commit_id,
             "commit_message": resolved.message,
             "committer": resolved.committer,
             "commit_metadata": resolved.commit_metadata,
             "properties": execution.definition.properties,
             "deadline": execution.deadline_at.isoformat().replace("+00:00", "Z"),
-            "callback_url": self.callback_url(repo.repository_id, resolved.commit_id, execution.check_id, token),
-            "token": token,
         }
 
     def _dispatch(self, resolved: ResolvedRef, started: list[tuple[Execution, str, dict[str, Any]]]) -> None:
-        """Call the executors in parallel and wait, so the answer shows EXECUTING or FAILED."""
-        futures = [self._pool.submit(self._start_one, resolved, e, t, p) for e, t, p in started]
-        for future in futures:
-            future.result()
+        """Hand the executor calls to the start pool and return at once."""
+        for e, t, p in started:
+            self._pool.submit(self._start_one, resolved, e, t, p)
 
     def _start_one(self, resolved: ResolvedRef, execution: Execution, token: str, properties: dict[str, Any]) -> None:
         request = ExecutionRequest(
@@ -197,11 +313,20 @@ class ChecksService:
         try:
             started = EXECUTORS[execution.check_type].start(request)
         except Exception as exc:  # any failure to hand over the job fails the execution
-            message = str(exc) or exc.__class__.__name__
+            message = str(self.secrets.mask(str(exc) or exc.__class__.__name__))
             log.warning("check %s@%s: executor failed: %s", execution.check_id, resolved.commit_id[:12], message)
-            self.store.mark_start_failed(execution.row_id, execution.execution_id, message)
+            try:
+                self.store.mark_start_failed(execution.row_id, execution.execution_id, message)
+            except Exception:
+                log.exception("check %s: recording the failed start failed; the sweeper will end it", execution.check_id)
             return
-        self.store.mark_executing(execution.row_id, execution.execution_id, started.output_url)
+        link = self.secrets.mask(started.output_url)
+        if link and not link.startswith(("http://", "https://")):
+            log.warning("check %s: executor log link %r is not http(s); not kept", execution.check_id, link[:100])
+            link = None
+        self.store.mark_executing(execution.row_id, execution.execution_id, link)
+        if started.poll_run_id:
+            self.watcher.watch(execution, properties, started.poll_run_id)
 
     # -- callbacks -----------------------------------------------------------------------------
 
@@ -226,9 +351,41 @@ class ChecksService:
         commit_id = ref
         if self.store.get(repository, ref, check_id) is None:
             commit_id = self.catalog.resolve(repository, ref).commit_id
-        return self.store.callback(repository, commit_id, check_id, token, status, metadata).to_json()
+        result = self.store.callback(repository, commit_id, check_id, token, status, self.mask(metadata))
+        return self._check_json(result)
 
     # -- merge gate ----------------------------------------------------------------------------
+
+    def decide(self, repository: str, branch: str, commit_id: str, executions: list[Execution]) -> dict[str, Any]:
+        """May ``commit_id`` merge into ``branch``? Every mandatory check must be SUCCESS, and run
+        with the definition pinned for this branch (a source's own definition does not count)."""
+        mandatory = self.config.mandatory_checks(repository, branch)
+        by_id = {e.check_id: e for e in executions}
+        checks = []
+        reasons = []
+        for check in mandatory:
+            e = by_id.get(check)
+            item: dict[str, Any] = {"id": check, "status": e.status.value if e else None,
+                                    "pinned": bool(e and branch in e.definition.pinned_for)}
+            checks.append(item)
+            if e is None:
+                reasons.append({"check": check, "status": None, "reason": f"check {check} has not run for commit {commit_id}"})
+            elif branch not in e.definition.pinned_for:
+                reasons.append({"check": check, "status": e.status.value,
+                                "reason": f"check {check} ran a definition from {e.definition.source or 'the source'}, "
+                                          f"not the one {branch} requires; run the checks again"})
+            elif e.status is not Status.SUCCESS:
+                reasons.append({"check": check, "status": e.status.value, "reason": f"check {check} is {e.status.value}"})
+        return {"branch": branch, "mandatory_checks": mandatory, "checks": checks, "mergeable": not reasons,
+                "reasons": reasons}
+
+    def merge_status(self, repository: str, commit_id: str, executions: list[Execution]) -> list[dict[str, Any]]:
+        try:
+            branches = self.protected_branches(repository)
+        except Exception as exc:  # the page still shows the checks; the answer says why not more
+            return [{"branch": None, "mergeable": False, "checks": [], "mandatory_checks": [],
+                     "reasons": [{"check": None, "status": None, "reason": f"cannot list branches: {exc}"}]}]
+        return [self.decide(repository, b, commit_id, executions) for b in branches]
 
     def gate(self, event: Any) -> GateDecision:
         """Decide a lakeFS ``pre-merge`` event from state alone (plus, rarely, one ref lookup)."""
@@ -244,7 +401,6 @@ class ChecksService:
         base = {"repository": repository, "branch": branch, "source_ref": source_ref}
         if not self.config.is_protected(repository, branch):
             return GateDecision(True, {**base, "allowed": True, "message": f"branch {branch} is not protected"})
-        mandatory = self.config.mandatory_checks(repository, branch)
         commit_id = source_ref
         executions = self.store.list(repository, source_ref)
         if not executions:
@@ -258,20 +414,12 @@ class ChecksService:
                 reasons = [{"check": None, "status": None, "reason": f"cannot resolve {source_ref}: {exc}"}]
                 return GateDecision(False, {**base, "allowed": False, "reasons": reasons, "message": reasons[0]["reason"]})
             executions = self.store.list(repository, commit_id)
-        by_id = {e.check_id: e for e in executions}
-        reasons = []
-        for check in mandatory:
-            execution = by_id.get(check)
-            if execution is None:
-                reasons.append({"check": check, "status": None, "reason": f"check {check} has not run for commit {commit_id}"})
-            elif execution.status is not Status.SUCCESS:
-                reasons.append(
-                    {"check": check, "status": execution.status.value, "reason": f"check {check} is {execution.status.value}"}
-                )
-        body = {**base, "commit_id": commit_id, "mandatory_checks": mandatory, "allowed": not reasons}
+        decision = self.decide(repository, branch, commit_id, executions)
+        reasons = decision["reasons"]
+        body = {**base, "commit_id": commit_id, "mandatory_checks": decision["mandatory_checks"], "allowed": not reasons}
         if reasons:
             body["reasons"] = reasons
             body["message"] = f"merge into {branch} blocked: " + "; ".join(r["reason"] for r in reasons)
         else:
-            body["message"] = f"all {len(mandatory)} mandatory checks of {branch} passed"
+            body["message"] = f"all {len(decision['mandatory_checks'])} mandatory checks of {branch} passed"
         return GateDecision(not reasons, body)

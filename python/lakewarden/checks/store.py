@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import secrets
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -128,6 +129,23 @@ rejections = Table(
     Column("token_fingerprint", String(16), nullable=False),
     Column("reason", Text, nullable=False),
 )
+
+
+#: The executor log of each execution (appended through the event's ``output_url``).
+outputs = Table(
+    "check_outputs",
+    metadata_obj,
+    Column("execution_id", String(64), primary_key=True),
+    Column("execution_row", Integer, ForeignKey("check_executions.id"), nullable=False),
+    Column("text", Text, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+
+class OutputTooLarge(Conflict):
+    """Appending would make the execution's log larger than the limit; nothing was appended."""
+
+    http_status = 413
 
 
 def hash_token(token: str) -> str:
@@ -266,10 +284,15 @@ def _make_engine(url: str) -> Engine:
 class Store:
     """All reads and atomic transitions of check executions."""
 
-    def __init__(self, url: str, *, clock: Clock = utcnow):
+    def __init__(self, url: str, *, clock: Clock = utcnow, max_rejections: int = 10_000):
         self.url = normalise_db_url(url)
         self.clock = clock
+        self.max_rejections = max_rejections
         self.engine = _make_engine(self.url)
+        # SQLite allows one writer; contending writers wait in its busy handler, which sleeps in
+        # steps of up to 100 ms, so under hundreds of concurrent callbacks throughput collapses.
+        # Writers of this process queue on a lock instead (other processes still use busy_timeout).
+        self._write_lock: threading.Lock | None = threading.Lock() if self.url.startswith("sqlite") else None
         metadata_obj.create_all(self.engine)
 
     def close(self) -> None:
@@ -277,7 +300,11 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
+        if self._write_lock is None:
+            with self.engine.begin() as conn:
+                yield conn
+            return
+        with self._write_lock, self.engine.begin() as conn:
             yield conn
 
     # -- reads ---------------------------------------------------------------------------------
@@ -328,12 +355,107 @@ class Store:
             for r in rows
         ]
 
-    def rejections(self, repository: str | None = None) -> list[dict[str, Any]]:
+    def rejections(self, repository: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Kept rejections, oldest first (the newest ``limit`` when given)."""
         with self.engine.connect() as conn:
-            q = select(rejections).order_by(rejections.c.id)
+            q = select(rejections).order_by(rejections.c.id.desc())
             if repository is not None:
                 q = q.where(rejections.c.repository == repository)
-            return [dict(r._mapping) for r in conn.execute(q).all()]
+            if limit is not None:
+                q = q.limit(limit)
+            return [dict(r._mapping) for r in reversed(conn.execute(q).all())]
+
+    def rejection_counts(self) -> dict[str, int]:
+        """``recorded`` ever, ``kept`` now, ``dropped`` (oldest, beyond ``max_rejections``).
+
+        Ids only grow and only the oldest rows are deleted, so the newest id is the number ever
+        recorded: no separate counter has to be kept consistent.
+        """
+        with self.engine.connect() as conn:
+            newest, kept = conn.execute(select(func.max(rejections.c.id), func.count())).one()
+        recorded = int(newest or 0)
+        return {"recorded": recorded, "kept": int(kept), "dropped": recorded - int(kept)}
+
+    # -- executor logs -------------------------------------------------------------------------
+
+    def execution_for_token(self, repository: str, commit_id: str, check_id: str, token: str) -> Execution:
+        """The execution ``token`` was issued for, if it is still the check's current one.
+
+        The log endpoint accepts the callback token also after the callback (an executor may
+        upload its final log last), but never a token of an earlier attempt.
+        """
+        token_hash = hash_token(token)
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(executions).where(
+                    executions.c.repository == repository,
+                    executions.c.commit_id == commit_id,
+                    executions.c.check_id == check_id,
+                )
+            ).first()
+            issued = None
+            if row is not None:
+                issued = conn.execute(
+                    select(tokens).where(tokens.c.token_hash == token_hash, tokens.c.execution_row == row.id)
+                ).first()
+        if row is None:
+            reason = f"no execution of check {check_id!r} for commit {commit_id}"
+            self._record_rejection(repository, commit_id, check_id, token_hash, f"log: {reason}")
+            raise NotFound(reason, check_id=check_id)
+        if issued is None:
+            reason = "unknown token"
+        elif issued.execution_id != row.execution_id:
+            reason = f"token of attempt {issued.attempt} superseded by attempt {row.attempt}"
+        else:
+            return Execution.from_row(row)
+        self._record_rejection(repository, commit_id, check_id, token_hash, f"log: {reason}")
+        raise TokenRejected(reason, check_id=check_id)
+
+    def append_output(self, execution: Execution, text: str, max_chars: int) -> int:
+        """Append to the execution's log atomically; :class:`OutputTooLarge` beyond ``max_chars``."""
+        now = self.clock()
+        size = len(text)
+        for _ in range(3):  # insert-or-append; a concurrent first append makes the insert fail once
+            with self._tx() as conn:
+                moved = conn.execute(
+                    update(outputs)
+                    .where(
+                        outputs.c.execution_id == execution.execution_id,
+                        func.length(outputs.c.text) + size <= max_chars,
+                    )
+                    .values(text=outputs.c.text + text, updated_at=now)
+                ).rowcount
+                if moved:
+                    total = conn.execute(
+                        select(func.length(outputs.c.text)).where(outputs.c.execution_id == execution.execution_id)
+                    ).scalar_one()
+                    return int(total)
+                current = conn.execute(
+                    select(func.length(outputs.c.text)).where(outputs.c.execution_id == execution.execution_id)
+                ).scalar()
+                if current is not None or size > max_chars:
+                    have = int(current or 0)
+                    raise OutputTooLarge(
+                        f"log limit is {max_chars} characters; {have} stored, {size} more refused",
+                        check_id=execution.check_id,
+                    )
+            try:
+                with self._tx() as conn:
+                    conn.execute(
+                        insert(outputs).values(
+                            execution_id=execution.execution_id, execution_row=execution.row_id, text=text, updated_at=now
+                        )
+                    )
+                return size
+            except IntegrityError:
+                continue
+        raise Conflict("concurrent log appends; try again", check_id=execution.check_id)
+
+    def output(self, execution: Execution) -> str:
+        """The current execution's log ('' when none was uploaded)."""
+        with self.engine.connect() as conn:
+            text = conn.execute(select(outputs.c.text).where(outputs.c.execution_id == execution.execution_id)).scalar()
+        return str(text or "")
 
     # -- transitions ---------------------------------------------------------------------------
 
@@ -502,6 +624,29 @@ class Store:
                 ).rowcount
             )
 
+    def complete(self, row_id: int, execution_id: str, status: Status, metadata: Mapping[str, str]) -> bool:
+        """An ACTIVE execution ends without its token (the service saw the result itself, e.g.
+        polling an Airflow DAG run); False when a callback, retry or sweep came first."""
+        now = self.clock()
+        with self._tx() as conn:
+            return bool(
+                conn.execute(
+                    update(executions)
+                    .where(
+                        executions.c.id == row_id,
+                        executions.c.execution_id == execution_id,
+                        executions.c.status.in_([s.value for s in ACTIVE]),
+                    )
+                    .values(
+                        status=status.value,
+                        result_metadata=json.dumps(dict(metadata), sort_keys=True),
+                        token_hash=None,
+                        updated_at=now,
+                        finished_at=now,
+                    )
+                ).rowcount
+            )
+
     def callback(
         self,
         repository: str,
@@ -589,16 +734,18 @@ class Store:
             reason,
         )
         with self._tx() as conn:
-            conn.execute(
+            new_id = conn.execute(
                 insert(rejections).values(
                     at=self.clock(),
-                    repository=repository,
-                    commit_id=commit_id,
-                    check_id=check_id,
+                    repository=repository[:255],
+                    commit_id=commit_id[:128],
+                    check_id=check_id[:128],
                     token_fingerprint=fingerprint,
                     reason=reason,
                 )
-            )
+            ).inserted_primary_key[0]
+            # Bounded: a flood of forged callbacks must not grow the table; the oldest go first.
+            conn.execute(rejections.delete().where(rejections.c.id <= int(new_id) - self.max_rejections))
 
     def sweep(self) -> list[Execution]:
         """Move every STARTING/EXECUTING execution past its deadline to LOST; returns them."""

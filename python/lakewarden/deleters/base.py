@@ -14,11 +14,17 @@ plain picklable values; clients and connections are created lazily in the task's
 from __future__ import annotations
 
 import abc
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from lakewarden.errors import BadInput
 from lakewarden.safety import parse_uri, unsafe_reason
+
+#: :func:`lakewarden.safety.unsafe_reason` memoised: it is a pure function of two strings, and
+#: the sweep asks it twice per address (its own row check, then the deleter's): the second time
+#: is a lookup. Bounded, so memory stays flat however many addresses pass.
+cached_unsafe_reason = functools.lru_cache(maxsize=16_384)(unsafe_reason)
 
 Status = Literal["deleted", "failed"]
 DELETED: Status = "deleted"
@@ -71,7 +77,7 @@ class Deleter(abc.ABC):
         safe: list[str] = []
         unsafe: dict[str, DeleteOutcome] = {}
         for uri in uris:
-            reason = unsafe_reason(uri, self.storage_namespace)
+            reason = cached_unsafe_reason(uri, self.storage_namespace)
             if reason is None:
                 safe.append(uri)
             else:

@@ -157,13 +157,8 @@ class S3Deleter(Deleter):
 
     def delete_batch(self, uris: Sequence[str]) -> list[DeleteOutcome]:
         safe, unsafe = self.split_unsafe(uris)
-        by_key: dict[str, DeleteOutcome] = {}
-        keys: list[str] = []
-        for uri in safe:
-            key = parse_uri(uri).path[1:]
-            if key not in by_key:
-                by_key[key] = DeleteOutcome.failed(uri, "not attempted")
-                keys.append(key)
+        key_of = {uri: parse_uri(uri).path[1:] for uri in safe}  # each URI parsed once
+        keys = list(dict.fromkeys(key_of.values()))
         bulk = [key for key in keys if _xml_safe(key)]
         results: dict[str, tuple[str, str]] = {}
         if bulk:
@@ -176,7 +171,7 @@ class S3Deleter(Deleter):
             if uri in unsafe:
                 outcomes.append(unsafe[uri])
                 continue
-            status, reason = results[parse_uri(uri).path[1:]]
+            status, reason = results[key_of[uri]]
             outcomes.append(DeleteOutcome(uri, "deleted" if status == "deleted" else "failed", reason))
         return outcomes
 

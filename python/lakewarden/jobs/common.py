@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
@@ -20,6 +20,8 @@ from lakewarden.spark_session import get_or_create, state_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
+
+    from lakewarden.report import Report
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,36 @@ class JobContext:
     lakefs_kept: LakeFSKept | None = None
     #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
     local_blockstore: str | None = None
+    snapshot_dir: Path | None = None
+
+    def report_fields(self) -> dict[str, str]:
+        """Where the snapshot and the state dir are, for the summary: report.html and
+        ``lakewarden explain`` read them after the run, without Spark; and, for a local://
+        namespace, the blockstore directory the sweep deletes under."""
+        fields = {"state_dir": str(self.state)}
+        if self.local_blockstore is not None:  # the sweep's way to a local:// namespace
+            fields["local_blockstore"] = self.local_blockstore
+        if self.snapshot_dir is not None:
+            fields["snapshot_dir"] = str(Path(self.snapshot_dir).resolve())
+        return fields
+
+    def create_report(self, directory: Path, **job_fields: Any) -> "Report":
+        """This run's report directory, its summary saying the run started (``success: false``):
+        the fields every job's summary has, then the job's own."""
+        from lakewarden.report import Report
+
+        repository = self.snapshot.repository
+        return Report.create(
+            directory,
+            run_id=self.run_id,
+            job=self.job,
+            dry_run=self.dry_run,
+            now=rfc3339(self.now),
+            repository_id=repository.repository_id,
+            storage_namespace=repository.storage_namespace,
+            **self.report_fields(),
+            **job_fields,
+        )
 
     @property
     def storage_namespace(self) -> str:
@@ -165,7 +197,7 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark starts
     root = blockstore_root(read_repository(snapshot_dir).storage_namespace, getattr(args, "local_blockstore", None))
     spark = get_or_create(state)
-    snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA)
+    snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA, cache_dir=state / "snapshot-cache")
     if snapshot.newest_commit_epoch is not None and snapshot.newest_commit_epoch > now.timestamp():
         newest = datetime.fromtimestamp(snapshot.newest_commit_epoch, timezone.utc)
         raise BadInput(
@@ -183,4 +215,5 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         snapshot=snapshot,
         lakefs_kept=lakefs_kept,
         local_blockstore=None if root is None else str(root),
+        snapshot_dir=snapshot_dir,
     )

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from lakewarden.gc_rules import GcRules, load_gc_rules
-from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, rfc3339, start_job
+from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
+from lakewarden.jobs.shape import Job, run_job
 from lakewarden.report import Report, default_report_dir, local_path, write_single_csv
 from lakewarden.snapshot import source_ddl
 
@@ -54,18 +54,23 @@ class CommittedGcResult:
     bytes_marked: int
 
 
-def run_committed(args: argparse.Namespace) -> int:
-    rules = load_gc_rules(args.rules) if args.rules else None  # bad rules fail before Spark starts
-    context = start_job(args, JOB)
-    result = mark_committed(context, rules, retain_tags=args.retain_tags, report_dir=args.report)
-    print_result(result, sys.stdout)
-    if context.dry_run:
-        return 0
-    from lakewarden.sweep import sweep_report
+class CommittedGc(Job["GcRules | None", "CommittedGcResult"]):
+    """Committed retention GC in the one job shape (lakewarden.jobs.shape)."""
 
-    outcome = sweep_report(context.spark, result.report.directory)
-    print(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed", file=sys.stdout)
-    return 0 if outcome.num_failed == 0 else 1
+    name = JOB
+
+    def read_inputs(self, args: argparse.Namespace) -> GcRules | None:
+        return load_gc_rules(args.rules) if args.rules else None  # bad rules fail before Spark starts
+
+    def mark(self, context: JobContext, inputs: GcRules | None, args: argparse.Namespace) -> "CommittedGcResult":
+        return mark_committed(context, inputs, retain_tags=args.retain_tags, report_dir=args.report)
+
+    def describe(self, marked: "CommittedGcResult") -> list[str]:
+        return describe_result(marked)
+
+
+def run_committed(args: argparse.Namespace) -> int:
+    return run_job(CommittedGc(), args)
 
 
 def write_rules_table(context: JobContext, rules: GcRules | None) -> None:
@@ -85,15 +90,8 @@ def mark_committed(
 
     repository = context.snapshot.repository
     directory = report_dir or default_report_dir(repository.storage_namespace, context.state, "gc", context.run_id)
-    report = Report.create(
+    report = context.create_report(
         directory,
-        run_id=context.run_id,
-        job=JOB,
-        dry_run=context.dry_run,
-        now=rfc3339(context.now),
-        repository_id=repository.repository_id,
-        storage_namespace=repository.storage_namespace,
-        local_blockstore=context.local_blockstore,  # the sweep's way to a local:// namespace
         rules=None if rules is None else {"default_retention_days": rules.default_retention_days, "branches": rules.branch_retention_days},
         retain_tags=retain_tags,
     )
@@ -161,13 +159,11 @@ def write_lakefs_outputs(context: JobContext, commits, marked) -> None:
     marked.select("address").write.mode("overwrite").parquet(str(base / "addresses" / f"mark_id={context.run_id}"))
 
 
-def print_result(result: CommittedGcResult, stream) -> None:
+def describe_result(result: CommittedGcResult) -> list[str]:
     summary = result.report.summary
     mode = "dry run" if summary["dry_run"] else "run"
-    print(
+    return [
         f"committed GC {mode} {summary['run_id']} at {summary['now']}: "
         f"{result.commits} commits, {result.active_commits} active, {result.expired_commits} expired; "
-        f"{result.num_marked} addresses marked ({result.bytes_marked} bytes)",
-        file=stream,
-    )
-    print(f"report: {result.report.directory}", file=stream)
+        f"{result.num_marked} addresses marked ({result.bytes_marked} bytes)"
+    ]

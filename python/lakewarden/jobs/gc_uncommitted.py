@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -27,7 +26,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lakewarden.errors import BadInput
-from lakewarden.jobs.common import CLOCK_SKEW, SNAPSHOT_SCHEMA, JobContext, add_job_options, namespace_key, rfc3339, start_job
+from lakewarden.jobs.common import CLOCK_SKEW, SNAPSHOT_SCHEMA, JobContext, add_job_options, namespace_key, rfc3339
+from lakewarden.jobs.shape import Job, run_job
 from lakewarden.report import Report, local_path, write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -113,26 +113,42 @@ class UncommittedGcResult:
     bytes_marked: int
 
 
-def run_uncommitted(args: argparse.Namespace) -> int:
-    min_age = parse_duration(args.min_age, force=args.force)  # before Spark starts
-    s3_options = {"endpoint_url": args.s3_endpoint, "region_name": args.s3_region}
-    context = start_job(args, JOB)
-    result = mark_uncommitted(
-        context,
-        manifest=args.inventory,
-        min_age=min_age,
-        clean=args.clean,
-        report_dir=args.report,
-        s3_options=s3_options,
-    )
-    print_result(result, sys.stdout)
-    if context.dry_run:
-        return 0
-    from lakewarden.sweep import sweep_report
+@dataclass(frozen=True)
+class UncommittedInputs:
+    """What the uncommitted GC reads besides the snapshot, validated before Spark starts."""
 
-    outcome = sweep_report(context.spark, result.report.directory, deleter_options=s3_options)
-    print(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed", file=sys.stdout)
-    return 0 if outcome.num_failed == 0 else 1
+    min_age: timedelta
+    s3_options: dict[str, Any]
+
+
+class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
+    """Uncommitted GC in the one job shape (lakewarden.jobs.shape)."""
+
+    name = JOB
+
+    def read_inputs(self, args: argparse.Namespace) -> UncommittedInputs:
+        min_age = parse_duration(args.min_age, force=args.force)  # before Spark starts
+        return UncommittedInputs(min_age, {"endpoint_url": args.s3_endpoint, "region_name": args.s3_region})
+
+    def mark(self, context: JobContext, inputs: UncommittedInputs, args: argparse.Namespace) -> "UncommittedGcResult":
+        return mark_uncommitted(
+            context,
+            manifest=args.inventory,
+            min_age=inputs.min_age,
+            clean=args.clean,
+            report_dir=args.report,
+            s3_options=inputs.s3_options,
+        )
+
+    def describe(self, marked: "UncommittedGcResult") -> list[str]:
+        return describe_result(marked)
+
+    def deleter_options(self, inputs: UncommittedInputs, args: argparse.Namespace) -> dict[str, Any]:
+        return dict(inputs.s3_options)
+
+
+def run_uncommitted(args: argparse.Namespace) -> int:
+    return run_job(UncommittedGc(), args)
 
 
 def output_base(context: JobContext) -> Path:
@@ -242,15 +258,8 @@ def mark_uncommitted(
     base = output_base(context)
     output_dir = base / context.run_id
     directory = Path(report_dir) if report_dir else output_dir / "report"
-    report = Report.create(
+    report = context.create_report(
         directory,
-        run_id=context.run_id,
-        job=JOB,
-        dry_run=context.dry_run,
-        now=rfc3339(context.now),
-        repository_id=repository.repository_id,
-        storage_namespace=repository.storage_namespace,
-        local_blockstore=context.local_blockstore,  # the sweep's way to a local:// namespace
         run_mode=mode,
         run_mode_reason=mode_reason,
         min_age_seconds=int(min_age.total_seconds()),
@@ -367,19 +376,17 @@ def _append_history(
     frame.write.mode("append").format("parquet").saveAsTable(RUNS_TABLE)
 
 
-def print_result(result: UncommittedGcResult, stream) -> None:
+def describe_result(result: UncommittedGcResult) -> list[str]:
     summary = result.report.summary
     run = result.run
     kind = "dry run" if summary["dry_run"] else "run"
-    print(
+    return [
         f"uncommitted GC {result.run_mode} {kind} {summary['run_id']} at {summary['now']} ({result.mode_reason}): "
         f"Last Commit {run.get('last_commit_id')}, {run.get('newly_read_ranges')} of {run.get('listed_ranges')} ranges read; "
         f"{run.get('uncommitted_objects')} uncommitted objects ({run.get('staged_objects')} staged, "
         f"{run.get('too_young_objects')} younger than --min-age); {result.num_marked} marked ({result.bytes_marked} bytes)",
-        file=stream,
-    )
-    print(f"report: {result.report.directory}", file=stream)
-    print(f"uncommitted inventory: {run.get('uncommitted_inventory_location')}", file=stream)
+        f"uncommitted inventory: {run.get('uncommitted_inventory_location')}",
+    ]
 
 
 __all__ = ["register", "parse_duration", "mark_uncommitted", "namespace_key", "run_uncommitted"]

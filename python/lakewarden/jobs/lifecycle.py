@@ -4,9 +4,9 @@ Rules (prefix, days, per-branch days) expire objects by age. Every step is a dbt
 ``models/lifecycle`` (policy table, current_rule, per-branch last_deleted, potential commits,
 addresses to remove, deduplications); this module validates the policy, records the run in the
 ledger, runs the models, writes the report and the lakeFS-style outputs under
-``<ns>/_lakefs/retention/lc/``, sweeps, and records how the run ended. Only a run that was not
-a dry run and whose sweep deleted every marked address counts as "the last run that deleted":
-the next run starts from its cutoffs (incremental) unless ``--full``.
+``<ns>/_lakefs/retention/lc/``, sweeps, and records how the run ended. Only a run whose sweep
+deleted every marked address (its own, or for a dry run a later ``lakewarden sweep``) counts as
+"the last run that deleted": the next run starts from its cutoffs (incremental) unless ``--full``.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
-import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, namespace_key, rfc3339, start_job
+from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, namespace_key, rfc3339
+from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.report import Report, default_report_dir, local_path
 from lakewarden.snapshot import source_columns, source_ddl
@@ -73,34 +73,40 @@ class LifecycleResult:
     bytes_marked: int
 
 
-def run_lifecycle(args: argparse.Namespace) -> int:
-    policy = load_lifecycle_policy(args.policy)  # bad policy: exit 2 before Spark starts
-    context = start_job(args, JOB)
-    result = mark_lifecycle(context, policy, potential_mode=args.potential_commits, full=args.full, report_dir=args.report)
-    print_result(result, sys.stdout)
-    if context.dry_run:
-        write_stats(context, result, run_status="marked (dry run)")
-        return 0
-    from lakewarden.sweep import SweepFailed, sweep_report
+class Lifecycle(Job[LifecyclePolicy, LifecycleResult]):
+    """The lifecycle policy job in the one job shape (lakewarden.jobs.shape). A dry run writes
+    its stats at once; a run records how its sweep ended in the ledger, then writes its stats."""
 
-    ledger = RunLedger(context, potential_mode=args.potential_commits, full=args.full)
-    try:
-        outcome = sweep_report(context.spark, result.report.directory)
-    except SweepFailed as exc:
-        ledger.record("sweep_failed", num_marked=result.num_marked, error=str(exc).splitlines()[0])
-        write_stats(context, result, run_status="sweep_failed")
-        raise
-    status = "swept" if outcome.success else "sweep_failed"
-    ledger.record(
-        status,
-        num_marked=result.num_marked,
-        num_deleted=outcome.num_deleted,
-        num_failed=outcome.num_failed,
-        error=None if outcome.success else f"{outcome.num_failed} deletes failed (see {outcome.outcomes_csv})",
-    )
-    write_stats(context, result, run_status=status)
-    print(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed", file=sys.stdout)
-    return 0 if outcome.success else 1
+    name = JOB
+
+    def read_inputs(self, args: argparse.Namespace) -> LifecyclePolicy:
+        return load_lifecycle_policy(args.policy)  # bad policy: exit 2 before Spark starts
+
+    def mark(self, context: JobContext, inputs: LifecyclePolicy, args: argparse.Namespace) -> LifecycleResult:
+        return mark_lifecycle(context, inputs, potential_mode=args.potential_commits, full=args.full, report_dir=args.report)
+
+    def describe(self, marked: LifecycleResult) -> list[str]:
+        return describe_result(marked)
+
+    def after_dry_run(self, context: JobContext, inputs: LifecyclePolicy, marked: LifecycleResult) -> None:
+        write_stats(context, marked, run_status="marked (dry run)")
+
+    def after_sweep(self, context: JobContext, inputs: LifecyclePolicy, marked: LifecycleResult, outcome: SweepOutcome) -> None:
+        summary = marked.report.summary
+        ledger = RunLedger(context, potential_mode=summary["potential_mode"], full=summary["full_run"])
+        status = "swept" if outcome.success else "sweep_failed"
+        ledger.record(
+            status,
+            num_marked=marked.num_marked,
+            num_deleted=outcome.num_deleted if outcome.outcomes_csv else None,
+            num_failed=outcome.num_failed if outcome.outcomes_csv else None,
+            error=outcome.error,
+        )
+        write_stats(context, marked, run_status=status)
+
+
+def run_lifecycle(args: argparse.Namespace) -> int:
+    return run_job(Lifecycle(), args)
 
 
 class RunLedger:
@@ -177,15 +183,8 @@ def mark_lifecycle(
         raise ValueError(f"potential_mode must be one of {POTENTIAL_MODES}, not {potential_mode!r}")
     repository = context.snapshot.repository
     directory = report_dir or default_report_dir(repository.storage_namespace, context.state, "lc", context.run_id)
-    report = Report.create(
+    report = context.create_report(
         directory,
-        run_id=context.run_id,
-        job=JOB,
-        dry_run=context.dry_run,
-        now=rfc3339(context.now),
-        repository_id=repository.repository_id,
-        storage_namespace=repository.storage_namespace,
-        local_blockstore=context.local_blockstore,  # the sweep's way to a local:// namespace
         policy=policy.to_json(),
         potential_mode=potential_mode,
         full_run=full,
@@ -193,6 +192,10 @@ def mark_lifecycle(
     ledger = RunLedger(context, potential_mode=potential_mode, full=full)
     try:
         write_policy_table(context, policy)
+        # dry runs swept completely since by 'lakewarden sweep' count as deleting runs
+        from lakewarden.sweep.ledger import import_lifecycle_sweeps
+
+        import_lifecycle_sweeps(context.spark, context.state, EVENTS_TABLE, ledger.ddl, ledger.columns)
         ledger.record("running")
         context.build_models(MARK_MODELS, lifecycle_potential_commits=potential_mode, lifecycle_full=full)
         figures = _figures(context)
@@ -297,7 +300,7 @@ def _stamp(moment: datetime | None) -> str:
     return rfc3339(aware)
 
 
-def print_result(result: LifecycleResult, stream) -> None:
+def describe_result(result: LifecycleResult) -> list[str]:
     summary = result.report.summary
     figures = result.figures
     mode = "dry run" if summary["dry_run"] else "run"
@@ -306,15 +309,13 @@ def print_result(result: LifecycleResult, stream) -> None:
         else f"since run {figures['last_deleting_run_id']}" if figures.get("last_deleting_run_id")
         else "from the beginning (no earlier run deleted)"
     )
-    print(
+    return [
         f"lifecycle {mode} {summary['run_id']} at {summary['now']} ({summary['potential_mode']} mode, {since}): "
         f"{figures['potential_commits']} of {figures['commits']} commits potential, "
         f"{figures['potential_ranges']} of {figures['ranges']} ranges read; "
         f"{figures['paths_newly_expired']} paths newly expired, {figures['addresses_kept_for_duplicates']} addresses "
-        f"kept for a surviving reference; {result.num_marked} addresses marked ({result.bytes_marked} bytes)",
-        file=stream,
-    )
-    print(f"report: {result.report.directory}", file=stream)
+        f"kept for a surviving reference; {result.num_marked} addresses marked ({result.bytes_marked} bytes)"
+    ]
 
 
 __all__ = ["register", "run_lifecycle", "mark_lifecycle"]

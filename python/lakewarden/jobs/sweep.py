@@ -1,8 +1,10 @@
 """``lakewarden sweep --report DIR``: delete what an earlier dry run marked (CONTRACT section 1).
 
-The report is validated before the JVM starts, so bad input exits 2 in a second and touches
-nothing. Exit 0 when every marked address is deleted, 1 when some failed (see
-``DIR/sweep/outcomes.csv``) or the sweep stopped part-way (run it again to finish).
+The report is validated first, so bad input exits 2 at once and touches nothing. Small reports
+are swept in-process (no JVM); large ones, or under spark-submit, in Spark tasks (``--engine``
+forces either). Exit 0 when every marked address is deleted; 1 when some failed (see
+``DIR/sweep/outcomes.csv``), the sweep stopped part-way (run it again to finish), or another
+sweep of the same report is running (one line on stderr says which process holds it).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from lakewarden.sweep import SweepFailed, load_report
+from lakewarden.sweep import ENGINES, SweepFailed, load_report
 
 
 def register(subparsers: Any) -> None:
@@ -26,9 +28,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--state", metavar="DIR", help="warehouse and run history (default ./.lakewarden or LAKEWARDEN_HOME)")
     parser.add_argument("--s3-endpoint", metavar="URL", help="S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
     parser.add_argument("--s3-region", metavar="REGION", help="S3 region (default: AWS_REGION or boto3's default)")
-    parser.add_argument("--parallelism", type=_positive, metavar="N", help="number of Spark tasks deleting at once")
+    parser.add_argument(
+        "--engine", choices=ENGINES, default="auto",
+        help="auto (default): in-process up to 1,000,000 marked addresses, Spark above or under spark-submit",
+    )
+    parser.add_argument("--parallelism", type=_positive, metavar="N", help="number of Spark tasks deleting at once (Spark engine)")
     parser.add_argument("--batch-size", type=_positive, default=1000, metavar="N", help="addresses per delete request (max 1000 for S3)")
-    parser.add_argument("--threads", type=_positive, metavar="N", help="delete requests in flight per task (S3 default 8)")
+    parser.add_argument("--threads", type=_positive, metavar="N", help="delete requests in flight per process or task (S3 default 8)")
     parser.set_defaults(func=run)
 
 
@@ -42,26 +48,31 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from lakewarden import spark_session
     from lakewarden.sweep import sweep_report
+    from lakewarden.sweep.ledger import record_sweep
 
-    load_report(args.report)  # bad input exits 2 before the JVM starts
-    spark = spark_session.get_or_create(spark_session.state_dir(args.state))
+    load_report(args.report)  # bad input exits 2 before anything starts
+    state = spark_session.state_dir(args.state)
     options = {"endpoint_url": args.s3_endpoint, "region_name": args.s3_region}
     try:
         result = sweep_report(
-            spark,
+            None,
             args.report,
             deleter_options=options,
             parallelism=args.parallelism,
             batch_size=args.batch_size,
             threads=args.threads,
+            engine=args.engine,
+            spark_factory=lambda: spark_session.get_or_create(state),
         )
     except SweepFailed as exc:
         print(f"lakewarden: {exc}", file=sys.stderr)
         return 1
+    record_sweep(state, result)
     print(
         json.dumps(
             {
                 "report": result.report_dir,
+                "engine": result.engine,
                 "num_marked": result.num_marked,
                 "num_deleted": result.num_deleted,
                 "num_failed": result.num_failed,

@@ -137,6 +137,9 @@ class WebhookReceiver:
         self.mode = "callback"
         self.result: dict[str, Any] = {"status": "SUCCESS", "metadata": {"rows": "3"}}
         self.callback_delay = 0.05
+        #: When set, the executor POSTs this text to the event's output_url before calling back.
+        self.log_text: str | None = None
+        self.log_answers: list[int] = []
         self.received: list[Received] = []
         self.callback_answers: list[int] = []
         self._lock = threading.Lock()
@@ -170,13 +173,26 @@ class WebhookReceiver:
 
     def _call_back(self, event: dict[str, Any]) -> None:
         time.sleep(self.callback_delay)
+        if self.log_text is not None:
+            logged = requests.post(event["output_url"], data=self.log_text.encode(), timeout=10,
+                                   headers={"Content-Type": "text/plain; charset=utf-8"})
+            with self._lock:
+                self.log_answers.append(logged.status_code)
         answer = requests.post(event["callback_url"], json=self.result, timeout=10)
         with self._lock:
             self.callback_answers.append(answer.status_code)
 
-    def events(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [r.body for r in self.received]
+    def events(self, at_least: int = 0, timeout: float = 20) -> list[dict[str, Any]]:
+        """The events received so far, waiting until there are ``at_least`` (triggers return
+        before the executors are called)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if len(self.received) >= at_least:
+                    return [r.body for r in self.received]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"expected {at_least} events, got {len(self.received)}")
+            time.sleep(0.02)
 
     def __enter__(self) -> "WebhookReceiver":
         self._thread.start()
@@ -220,6 +236,11 @@ class LiveService:
     def retry(self, ref: str, check_id: str) -> requests.Response:
         return requests.post(f"{self.checks_url(ref)}/{check_id}/retry", headers=self.auth(), timeout=30)
 
+    def checks_report(self, ref: str) -> dict[str, Any]:
+        answer = requests.get(self.checks_url(ref), timeout=10)
+        answer.raise_for_status()
+        return dict(answer.json())
+
     def checks(self, ref: str) -> dict[str, dict[str, Any]]:
         answer = requests.get(self.checks_url(ref), timeout=10)
         answer.raise_for_status()
@@ -258,12 +279,13 @@ def start_service(
     *,
     env: dict[str, str] | None = None,
     sweep_interval: float | None = None,
+    body_timeout: float = 30.0,
 ) -> LiveService:
     state_dir.mkdir(parents=True, exist_ok=True)
     cfg = parse_service_config({"api_token": API_TOKEN, **config}, source="test-config", env=env or {})
-    store = Store(f"sqlite:///{state_dir / 'checks.sqlite'}")
+    store = Store(f"sqlite:///{state_dir / 'checks.sqlite'}", max_rejections=cfg.max_rejections)
     service = ChecksService(SnapshotCatalog(snapshot_dir), store, cfg, env=env or {})
-    server = ChecksServer(service, host="127.0.0.1", port=0, api_token=cfg.api_token).start()
+    server = ChecksServer(service, host="127.0.0.1", port=0, api_token=cfg.api_token, body_timeout=body_timeout).start()
     from datetime import timedelta
 
     interval = timedelta(seconds=sweep_interval) if sweep_interval else cfg.sweep_interval
@@ -271,8 +293,8 @@ def start_service(
     return LiveService(server.url, store, service, server, sweeper)
 
 
-def webhook_actions(url: str, checks: list[str], **extra: Any) -> str:
-    """An action file defining webhook checks ``checks`` that all POST to ``url``."""
+def webhook_actions(url: str, checks: list[str], name: str = "branch checks", **extra: Any) -> str:
+    """An action file lakeFS accepts (name, on: pre-merge) defining webhook checks that POST to ``url``."""
     entries = []
     for check in checks:
         entry: dict[str, Any] = {"id": check, "type": "webhook", "properties": {"url": url, **extra.get("properties", {})}}
@@ -281,5 +303,52 @@ def webhook_actions(url: str, checks: list[str], **extra: Any) -> str:
         entries.append(entry)
     import yaml
 
-    return yaml.safe_dump({"name": "branch checks", "on": {"pre-merge": {"branches": ["main"]}}, "checks": entries})
+    return yaml.safe_dump({"name": name, "on": {"pre-merge": {"branches": ["main"]}}, "checks": entries})
 
+
+
+class CapturingServer:
+    """Records every request it gets, whole (headers, query, body), and answers ``status`` with a
+    body that echoes the request: the worst case of an executor that reflects what it was sent."""
+
+    def __init__(self, status: int = 500) -> None:
+        self.status = status
+        self.requests: list[str] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                text = f"{self.command} {self.path}\n{self.headers}\n{raw.decode('utf-8', 'replace')}"
+                with outer._lock:
+                    outer.requests.append(text)
+                payload = ("echo: " + text).encode()
+                self.send_response(outer.status)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = _handle  # noqa: N815
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def all_text(self) -> str:
+        with self._lock:
+            return "\n".join(self.requests)
+
+    def __enter__(self) -> "CapturingServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(timeout=5)

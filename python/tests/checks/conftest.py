@@ -74,7 +74,7 @@ def service_factory(tmp_path: Path) -> Iterator[Callable[..., LiveService]]:
         else:
             # start_service opens its own SQLite file; hand it a store on db_url instead.
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(checks_support, "Store", lambda _default_url: Store(db_url))
+                patch.setattr(checks_support, "Store", lambda _default_url, **kw: Store(db_url, **kw))
                 live = start_service(snapshot_dir, state_dir, config or {}, **kwargs)
         started.append(live)
         return live

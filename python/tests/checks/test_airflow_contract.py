@@ -18,6 +18,7 @@ import pytest
 
 from lakewarden.checks.executors import ExecutionRequest, ExecutorError
 from lakewarden.checks.executors.airflow import AirflowExecutor
+from lakewarden.errors import BadInput
 
 EVENT = {"event_type": "check", "check_id": "rows", "commit_id": "c" * 64, "callback_url": "http://127.0.0.1:1/cb?token=t", "token": "t"}
 
@@ -28,11 +29,21 @@ class FakeAirflow:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self.dag_run_status = 200
+        self.run_state = "running"
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                outer.requests.append(("GET", self.path, dict(self.headers.items()), None))
+                data = json.dumps({"dag_run_id": self.path.rsplit("/", 1)[-1], "state": outer.run_state}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self) -> None:  # noqa: N802
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -79,7 +90,8 @@ def test_airflow2_v1_basic_auth(airflow: FakeAirflow) -> None:
     assert headers["Authorization"] == "Basic " + base64.b64encode(b"admin:pw").decode()
     assert headers["Content-Type"] == "application/json"
     run_id = f"lakewarden__rows__{'e' * 32}"
-    assert body == {"dag_run_id": run_id, "conf": {**EVENT, "extra": "1"}}
+    # lakeFS's shape: dag_conf at the top, the event under lakeFS_event (which dag_conf cannot replace).
+    assert body == {"dag_run_id": run_id, "conf": {"extra": "1", "check_id": "overridden", "lakeFS_event": EVENT}}
     assert started.output_url == f"{airflow.url}/dags/count_rows/grid?dag_run_id={run_id}"
 
 
@@ -90,7 +102,8 @@ def test_airflow3_v2_token_then_dag_run(airflow: FakeAirflow) -> None:
     assert (m1, p1, b1) == ("POST", "/auth/token", {"username": "admin", "password": "pw"})
     assert (m2, p2) == ("POST", "/api/v2/dags/count_rows/dagRuns")
     assert h2["Authorization"] == "Bearer jwt-123"
-    assert b2 == {"dag_run_id": f"lakewarden__rows__{'e' * 32}", "conf": EVENT, "logical_date": None}
+    assert b2 == {"dag_run_id": f"lakewarden__rows__{'e' * 32}", "conf": {"lakeFS_event": EVENT}, "logical_date": None}
+    assert started.poll_run_id is None  # wait_for_dag not set: the DAG calls back
     assert started.output_url == f"{airflow.url}/dags/count_rows/runs/lakewarden__rows__{'e' * 32}"
 
 
@@ -100,3 +113,19 @@ def test_static_bearer_token_and_refusal(airflow: FakeAirflow) -> None:
         AirflowExecutor().start(request({"url": airflow.url, "dag_id": "missing", "token": "tok"}))
     [(_, path, headers, _)] = airflow.requests
     assert path == "/api/v2/dags/missing/dagRuns" and headers["Authorization"] == "Bearer tok"
+
+
+def test_wait_for_dag_is_accepted_and_the_run_state_is_polled(airflow: FakeAirflow) -> None:
+    props = {"url": airflow.url, "dag_id": "count_rows", "username": "admin", "password": "pw", "wait_for_dag": True}
+    executor = AirflowExecutor()
+    executor.validate(props, source="f.yaml", field="p")
+    started = executor.start(request(props))
+    run_id = f"lakewarden__rows__{'e' * 32}"
+    assert started.poll_run_id == run_id
+    assert executor.run_state(props, run_id) == "running"
+    airflow.run_state = "failed"
+    assert executor.run_state(props, run_id) == "failed"
+    gets = [(m, p, h["Authorization"]) for m, p, h, _ in airflow.requests if m == "GET"]
+    assert gets == [("GET", f"/api/v2/dags/count_rows/dagRuns/{run_id}", "Bearer jwt-123")] * 2
+    with pytest.raises(BadInput, match="wait_for_dag must be true or false"):
+        executor.validate({**props, "wait_for_dag": "yes"}, source="f.yaml", field="p")

@@ -21,8 +21,10 @@ import pytest
 import requests
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-AIRFLOW_VENV = REPO_ROOT / ".venv-airflow"
+#: The Airflow installation: $AIRFLOW_VENV, else the checkout's .venv-airflow (setup-airflow.sh).
+AIRFLOW_VENV = Path(os.environ.get("AIRFLOW_VENV") or REPO_ROOT / ".venv-airflow")
 DAG_ID = "lakewarden_row_count"
+QUIET_DAG_ID = "lakewarden_quiet"
 USER, PASSWORD = "checks", "airflow-test-password"
 
 pytestmark = pytest.mark.airflow
@@ -47,16 +49,21 @@ DAG_SOURCE = textwrap.dedent(
     def row_count():
         @task
         def count_rows():
-            event = get_current_context()["dag_run"].conf
-            props = event["properties"]["dag_conf"]
+            # lakeFS's conf: dag_conf at the top, the event under lakeFS_event.
+            props = get_current_context()["dag_run"].conf
+            event = props["lakeFS_event"]
             snapshot = Path(props["snapshot_dir"])
-            commit = next(c for c in rows_of(snapshot / "commits.jsonl") if c["commit_id"] == event["commit_id"])
+            commit = next(c for c in rows_of(snapshot / "commits.jsonl") if c["commit_id"] == event["source_ref"])
             ranges = {m["range_id"] for m in rows_of(snapshot / "metaranges.jsonl") if m["meta_range_id"] == commit["meta_range_id"]}
             entry = next(r for r in rows_of(snapshot / "ranges.jsonl") if r["range_id"] in ranges and r["key"] == props["csv_key"])
             namespace = unquote(urlparse(event["storage_namespace"]).path)
             lines = (Path(namespace) / entry["address"]).read_text().splitlines()
             rows = len([line for line in lines[1:] if line.strip()])
             status = "SUCCESS" if rows >= int(props["min_rows"]) else "FAILED"
+            log = f"{props['csv_key']} at {event['source_ref'][:12]}: {rows} rows, at least {props['min_rows']} wanted\\n"
+            upload = urllib.request.Request(event["output_url"], data=log.encode(), method="POST")
+            with urllib.request.urlopen(upload, timeout=30) as answer:
+                assert answer.status == 200, answer.status
             body = json.dumps({"status": status, "metadata": {"rows": str(rows), "min_rows": str(props["min_rows"])}})
             request = urllib.request.Request(
                 event["callback_url"], data=body.encode(), method="POST", headers={"Content-Type": "application/json"}
@@ -69,6 +76,22 @@ DAG_SOURCE = textwrap.dedent(
 
 
     row_count()
+
+
+    @dag(dag_id="lakewarden_quiet", schedule=None, start_date=pendulum.datetime(2024, 1, 1), catchup=False)
+    def quiet():
+        # A DAG written for lakeFS's wait_for_dag: it never calls back; its run state is the result.
+        @task
+        def judge():
+            props = get_current_context()["dag_run"].conf
+            assert props["lakeFS_event"]["check_id"] == "quiet-dag"
+            if props.get("fail"):
+                raise RuntimeError("asked to fail")
+
+        judge()
+
+
+    quiet()
     '''
 )
 
@@ -164,44 +187,78 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def test_airflow3_dag_run_counts_rows_and_calls_back(airflow: str, snapshot, service_factory) -> None:
-    def action(min_rows: int) -> str:
+    def action(min_rows: int, *, quiet_fail: bool | None = None) -> str:
+        quiet = ""
+        if quiet_fail is not None:
+            quiet = (
+                "  - id: quiet-dag\n"
+                "    type: airflow\n"
+                "    executor: airflow\n"
+                "    timeout: 2m\n"
+                "    properties:\n"
+                f"      dag_id: {QUIET_DAG_ID}\n"
+                "      wait_for_dag: true\n"
+                f"      dag_conf: {{fail: {str(quiet_fail).lower()}}}\n"
+            )
         return textwrap.dedent(
             f"""
             name: data quality
+            on:
+              pre-merge:
+                branches: [main]
             checks:
               - id: row-count
                 type: airflow
+                executor: airflow
                 description: the prices table has enough rows
                 timeout: 2m
                 properties:
                   dag_id: {DAG_ID}
                   dag_conf: {{snapshot_dir: "{snapshot.directory}", csv_key: data/prices.csv, min_rows: {min_rows}}}
             """
-        )
+        ) + quiet
 
+    main = snapshot.commit({"_lakefs_actions/quality.yaml": action(3), "data/prices.csv": "sku,price\na,1\nb,2\nc,3\n"},
+                           branch="main")
     good = snapshot.commit(
-        {"_lakefs_actions/quality.yaml": action(3), "data/prices.csv": "sku,price\na,1\nb,2\nc,3\n"}, branch="feature"
+        {"_lakefs_actions/quality.yaml": action(3, quiet_fail=False), "data/prices.csv": "sku,price\na,1\nb,2\nc,3\n"},
+        parents=[main], branch="feature",
     )
-    bad = snapshot.commit({"_lakefs_actions/quality.yaml": action(5), "data/prices.csv": "sku,price\na,1\n"}, branch="broken")
+    # The broken branch lowers nothing: it asks for 5 rows, but main's pinned definition (3) runs.
+    bad = snapshot.commit(
+        {"_lakefs_actions/quality.yaml": action(5, quiet_fail=True), "data/prices.csv": "sku,price\na,1\n"},
+        parents=[main], branch="broken",
+    )
     snapshot.write()
     config = {
         "protected_branches": [{"branch": "main", "mandatory_checks": ["row-count"]}],
         "executors": {
-            "airflow": {"url": airflow, "username": USER, "password": "{{ ENV.LAKEFSACTIONS_AIRFLOW_PASSWORD }}"}
+            "airflow": {"url": airflow, "username": USER, "password": "{{ ENV.AIRFLOW_TEST_PASSWORD }}"}
         },
+        "airflow_poll_interval": "1s",
     }
-    live = service_factory(snapshot.directory, config, env={"LAKEFSACTIONS_AIRFLOW_PASSWORD": PASSWORD})
+    live = service_factory(snapshot.directory, config, env={"AIRFLOW_TEST_PASSWORD": PASSWORD})
 
+    # One DAG run request at a time: the test's Airflow keeps its metadata in SQLite, whose API
+    # server answers concurrent writes with "Database error" (a limit of this Airflow setup).
     for ref in ("feature", "broken"):
-        answer = live.trigger(ref)
-        assert answer.status_code == 202, answer.text
-        started = answer.json()["checks"][0]
-        assert started["status"] in {"EXECUTING", "SUCCESS", "FAILED"}, started
-        assert started["output_url"].startswith(f"{airflow}/dags/{DAG_ID}/runs/lakewarden__row-count__")
+        for check, dag in (("row-count", DAG_ID), ("quiet-dag", QUIET_DAG_ID)):
+            answer = live.trigger(ref, check)
+            assert answer.status_code == 202, answer.text
+            started = live.wait_for(ref, check, {"EXECUTING", "SUCCESS", "FAILED"}, timeout=30)
+            assert started["output_url"].startswith(f"{airflow}/dags/{dag}/runs/lakewarden__{check}__"), started
 
-    passed = live.wait_for("feature", "row-count", {"SUCCESS", "FAILED"}, timeout=60)
+    passed = live.wait_for("feature", "row-count", {"SUCCESS", "FAILED"}, timeout=90)
     assert passed["status"] == "SUCCESS" and passed["metadata"] == {"rows": "3", "min_rows": "3"}
-    failed = live.wait_for("broken", "row-count", {"SUCCESS", "FAILED"}, timeout=60)
-    assert failed["status"] == "FAILED" and failed["metadata"] == {"rows": "1", "min_rows": "5"}
+    failed = live.wait_for("broken", "row-count", {"SUCCESS", "FAILED"}, timeout=90)
+    assert failed["status"] == "FAILED" and failed["metadata"] == {"rows": "1", "min_rows": "3"}
+    log = requests.get(f"{live.checks_url(good)}/row-count/output", timeout=10).text
+    assert log == f"data/prices.csv at {good[:12]}: 3 rows, at least 3 wanted\n"
     assert live.gate("main", good).status_code == 200
     assert live.gate("main", bad).status_code == 412
+
+    # wait_for_dag: the DAGs never call back; the service completes the checks from the run state.
+    quiet_ok = live.wait_for("feature", "quiet-dag", {"SUCCESS", "FAILED", "LOST"}, timeout=120)
+    assert quiet_ok["status"] == "SUCCESS" and quiet_ok["metadata"]["dag_run_state"] == "success"
+    quiet_bad = live.wait_for("broken", "quiet-dag", {"SUCCESS", "FAILED", "LOST"}, timeout=120)
+    assert quiet_bad["status"] == "FAILED" and quiet_bad["metadata"]["dag_run_state"] == "failed"

@@ -15,12 +15,14 @@ from lakewarden.checks.templating import render_env
 from lakewarden.errors import BadInput
 
 PATH = "_lakefs_actions/checks.yaml"
+#: What lakeFS requires of every action file; the checks cases below come after it.
+HEAD = "name: data checks\non:\n  pre-merge:\n    branches: [main]\n"
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("checks: [id: x\n  - bad", f"{PATH}: invalid YAML"),
+        ("checks: [id: x\n  - bad", f"{PATH}: lakeFS rejects this action file: invalid YAML"),
         ("checks:\n  - type: webhook\n", f"{PATH}: checks[0].id: check has no id"),
         ("checks:\n  - id: a\n", f"{PATH}: checks[a].type: check has no type"),
         ("checks:\n  - id: a\n    type: jenkins\n", "unknown check type 'jenkins' (known: airflow, webhook)"),
@@ -34,24 +36,72 @@ PATH = "_lakefs_actions/checks.yaml"
 )
 def test_action_file_errors(text: str, message: str) -> None:
     with pytest.raises(BadInput) as info:
-        parse_action_file(PATH, text, EXECUTORS)
+        parse_action_file(PATH, text if text.startswith("- ") else HEAD + text, EXECUTORS)
     assert message in str(info.value)
 
 
 def test_hooks_only_action_file_has_no_checks_and_duplicates_across_files_fail() -> None:
-    assert parse_action_file(PATH, "name: hooks\nhooks:\n  - id: h\n    type: webhook\n", EXECUTORS) == []
+    hooks_only = "name: hooks\non:\n  pre-commit:\nhooks:\n  - id: hk\n    type: webhook\n    properties: {url: 'http://x'}\n"
+    assert parse_action_file(PATH, hooks_only, EXECUTORS) == []
     one = "checks:\n  - {id: a, type: webhook, properties: {url: 'http://x'}}\n"
+    a = HEAD.replace("data checks", "first") + one
+    b = HEAD.replace("data checks", "second") + one
     with pytest.raises(BadInput, match=r"_lakefs_actions/b.yaml: checks\[a\]: duplicate check id 'a' \(also defined in _lakefs_actions/a.yaml\)"):
-        collect_checks([("_lakefs_actions/b.yaml", one), ("_lakefs_actions/a.yaml", one)], EXECUTORS)
+        collect_checks([("_lakefs_actions/b.yaml", b), ("_lakefs_actions/a.yaml", a)], EXECUTORS)
+    # lakeFS refuses two actions of one name, whichever files they are in.
+    with pytest.raises(BadInput, match=r"b.yaml: lakeFS rejects this action file: action name 'first' already loaded"):
+        collect_checks([("_lakefs_actions/b.yaml", a.replace("id: a", "id: b")), ("_lakefs_actions/a.yaml", a)], EXECUTORS)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        # The checks are fine; the file is not an action lakeFS accepts, so none of it is used.
+        ("checks:\n  - {id: a, type: webhook}\n", "'name' is required"),
+        ("name: x\non: {pre-merge: {}}\n", "'name' is invalid"),
+        ("name: 'bad/name'\non: {pre-merge: {}}\n", "'name' is invalid"),
+        ("name: checks\n", "'on' is required"),
+        ("name: checks\non: {}\n", "'on' is required"),
+        ("name: checks\non: {pre-push: {}}\n", "event 'pre-push' is not supported"),
+        ("name: checks\non: {pre-create-tag: {branches: [main]}}\n", "'branches' is not supported in tag event types"),
+        ("name: checks\non: {pre-merge: {}}\nhooks:\n  - {type: webhook, properties: {url: 'http://x'}}\n", "hook[0] missing ID"),
+        ("name: checks\non: {pre-merge: {}}\nhooks:\n  - {id: 'a', type: webhook, properties: {url: 'http://x'}}\n", "hook[0] missing ID"),
+        (
+            "name: checks\non: {pre-merge: {}}\nhooks:\n  - {id: gate, type: webhook, properties: {url: 'http://x'}}\n"
+            "  - {id: gate, type: webhook, properties: {url: 'http://y'}}\n",
+            "hook[1] duplicate ID 'gate'",
+        ),
+        ("name: checks\non: {pre-merge: {}}\nhooks:\n  - {id: gate, type: jenkins, properties: {}}\n", "hook[0] type 'gate' unknown"),
+        ("name: checks\non: {pre-merge: {}}\nhooks:\n  - {id: gate, type: webhook}\n", "hook[0] type 'webhook': missing hook properties"),
+        (
+            "name: checks\non: {pre-merge: {}}\nhooks:\n  - {id: dag, type: airflow, properties: {url: 'http://x', dag_id: d}}\n",
+            "hook[0] type 'airflow': 'username' must be supplied in properties",
+        ),
+    ],
+)
+def test_files_lakefs_rejects_are_reported_with_lakefs_reason(text: str, reason: str) -> None:
+    with pytest.raises(BadInput) as info:
+        parse_action_file(PATH, text + "checks:\n  - {id: a, type: webhook}\n" if "checks" not in text else text, EXECUTORS)
+    assert str(info.value) == f"{PATH}: lakeFS rejects this action file: {reason}"
+
+
+def test_on_is_read_as_lakefs_reads_it() -> None:
+    """PyYAML alone reads the key ``on`` as True (YAML 1.1); lakeFS reads "on"."""
+    text = "name: gate\non:\n  pre-merge:\n    branches: [main]\nchecks:\n  - {id: a, type: webhook, properties: {x: on}}\n"
+    [check] = parse_action_file(PATH, text, EXECUTORS)
+    assert check.properties == {"x": "on"}
 
 
 def test_env_templating_requires_allowed_and_present_variables() -> None:
-    value = {"headers": {"X": "token {{ ENV.LAKEFSACTIONS_T }}!"}}
-    assert render_env(value, {"LAKEFSACTIONS_T": "t"}, prefix="LAKEFSACTIONS_") == {"headers": {"X": "token t!"}}
-    with pytest.raises(BadInput, match=r"f.yaml: props.headers.X: environment variable LAKEFSACTIONS_T is not set"):
-        render_env(value, {}, prefix="LAKEFSACTIONS_", source="f.yaml", field="props")
+    value = {"headers": {"X": "token {{ ENV.LAKEFSACTION_T }}!"}}
+    rendered: set[str] = set()
+    render_env(value, {"LAKEFSACTION_T": "t0ken"}, prefix="LAKEFSACTION_", rendered=rendered)
+    assert rendered == {"t0ken"}
+    assert render_env(value, {"LAKEFSACTION_T": "t"}, prefix="LAKEFSACTION_") == {"headers": {"X": "token t!"}}
+    with pytest.raises(BadInput, match=r"f.yaml: props.headers.X: environment variable LAKEFSACTION_T is not set"):
+        render_env(value, {}, prefix="LAKEFSACTION_", source="f.yaml", field="props")
     with pytest.raises(BadInput, match="HOME may not be used"):
-        render_env("{{ENV.HOME}}", {"HOME": "/root"}, prefix="LAKEFSACTIONS_")
+        render_env("{{ENV.HOME}}", {"HOME": "/root"}, prefix="LAKEFSACTION_")
     assert render_env("{{ENV.HOME}}", {"HOME": "/root"}, prefix="") == "/root"
 
 
@@ -102,7 +152,7 @@ def test_executor_property_errors() -> None:
 
 
 def broken_service(snapshot, service_factory, text: str, **kwargs):
-    snapshot.commit({"_lakefs_actions/checks.yaml": text}, branch="main")
+    snapshot.commit({"_lakefs_actions/checks.yaml": text if text.startswith("name") else HEAD + text}, branch="main")
     snapshot.write()
     return service_factory(snapshot.directory, **kwargs)
 
@@ -110,7 +160,8 @@ def broken_service(snapshot, service_factory, text: str, **kwargs):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("checks: [", "_lakefs_actions/checks.yaml: invalid YAML"),
+        ("checks: [", "_lakefs_actions/checks.yaml: lakeFS rejects this action file: invalid YAML"),
+        ("name: checks\nchecks: []\n", "_lakefs_actions/checks.yaml: lakeFS rejects this action file: 'on' is required"),
         ("checks:\n  - type: webhook\n", "checks[0].id: check has no id"),
         ("checks:\n  - id: a\n    properties: {}\n", "checks[a].type: check has no type"),
         ("checks:\n  - {id: a, type: lambda}\n", "unknown check type 'lambda'"),
@@ -121,8 +172,8 @@ def broken_service(snapshot, service_factory, text: str, **kwargs):
         ),
         (
             "checks:\n  - id: a\n    type: webhook\n    properties:\n      url: http://127.0.0.1:9\n"
-            "      headers: {Authorization: 'Bearer {{ ENV.LAKEFSACTIONS_MISSING }}'}\n",
-            "checks[a].properties.headers.Authorization: environment variable LAKEFSACTIONS_MISSING is not set",
+            "      headers: {Authorization: 'Bearer {{ ENV.LAKEFSACTION_MISSING }}'}\n",
+            "checks[a].properties.headers.Authorization: environment variable LAKEFSACTION_MISSING is not set",
         ),
     ],
 )
@@ -140,11 +191,12 @@ def test_bad_requests(snapshot, receiver, service_factory) -> None:
     snapshot.write()
     live = service_factory(snapshot.directory, {"protected_branches": [{"branch": "main", "mandatory_checks": ["a"]}]})
     live.trigger("main")
-    callback = receiver.events()[0]["callback_url"]
+    callback = receiver.events(1)[0]["callback_url"]
+    live.wait_for("main", "a", {"EXECUTING"})
 
     unknown = requests.post(callback, json={"status": "DONE"}, timeout=10)
     assert unknown.status_code == 400
-    assert unknown.json() == {"error": "status: unknown callback status 'DONE'; expected one of FAILED, SUCCESS", "field": "status"}
+    assert unknown.json() == {"error": "status: Input should be 'SUCCESS' or 'FAILED'", "field": "status"}
     assert requests.post(callback, json={"status": "SUCCESS", "metadata": {"n": 3}}, timeout=10).status_code == 400
     assert requests.post(callback, data=b"{nope", timeout=10).status_code == 400
     assert requests.post(callback, json=["SUCCESS"], timeout=10).status_code == 400

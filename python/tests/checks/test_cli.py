@@ -35,6 +35,7 @@ def run_cli(argv: list[str]) -> int:
 @pytest.fixture
 def live(snapshot, receiver, service_factory, monkeypatch):
     receiver.result = {"status": "FAILED", "metadata": {"nulls": "2", "column": "price"}}
+    receiver.log_text = "reading prices\n2 rows with null price\n"
     snapshot.commit(
         {"_lakefs_actions/c.yaml": webhook_actions(receiver.url, ["nulls", "schema"], properties={"output_url": "http://logs.example/{{ execution_id }}"})},
         message="add prices",
@@ -60,7 +61,9 @@ def test_run_list_show_retry(live, receiver, capsys) -> None:
     assert run_cli(["checks", "show", uri, "--id", "nulls"]) == 0
     shown = capsys.readouterr().out
     assert "column = price" in shown and "nulls = 2" in shown
-    assert f"log:          http://logs.example/{listing['checks'][0]['execution_id']}" in shown
+    assert f"log link:     http://logs.example/{listing['checks'][0]['execution_id']}" in shown
+    assert "    | 2 rows with null price" in shown  # the executor's log, from the event's output_url
+    assert "NOT mergeable" not in shown  # no protected branch in this config: no merge lines
 
     receiver.result = {"status": "SUCCESS", "metadata": {}}
     assert run_cli(["checks", "retry", uri, "--id", "nulls", "--json"]) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -26,7 +27,7 @@ def test_hundreds_of_concurrent_callbacks_exactly_one_wins(snapshot, receiver, s
     live = service_factory(snapshot.directory)
     live.trigger("main")
     live.wait_for("main", "race", {"EXECUTING"})
-    event = receiver.events()[0]
+    event = receiver.events(1)[0]
     base = f"{live.checks_url(commit)}/race"
 
     def call(i: int) -> tuple[int, str, str]:
@@ -58,14 +59,18 @@ def test_concurrent_retries_start_exactly_one_attempt(snapshot, receiver, servic
     snapshot.commit({"_lakefs_actions/c.yaml": webhook_actions(receiver.url, ["flaky"])}, branch="main")
     snapshot.write()
     live = service_factory(snapshot.directory)
-    assert live.trigger("main").json()["checks"][0]["status"] == "FAILED"
+    assert live.trigger("main").status_code == 202
+    live.wait_for("main", "flaky", {"FAILED"})
     receiver.mode = "record"
 
     with ThreadPoolExecutor(max_workers=32) as pool:
         codes = Counter(pool.map(lambda _: live.retry("main", "flaky").status_code, range(100)))
     assert codes == {202: 1, 409: 99}
     final = live.checks("main")["flaky"]
-    assert final["attempt"] == 2 and final["status"] == "EXECUTING"
+    assert final["attempt"] == 2
+    assert live.wait_for("main", "flaky", {"EXECUTING"})["attempt"] == 2
+    receiver.events(2)
+    time.sleep(0.3)  # a second, wrong start would arrive by now
     assert len(receiver.received) == 2  # the failed first attempt and exactly one retry
 
 

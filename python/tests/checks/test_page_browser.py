@@ -42,17 +42,22 @@ def browser_page():
 
 def test_commit_page_shows_checks_and_retry_changes_state(snapshot, receiver, service_factory, browser_page, tmp_path) -> None:
     receiver.result = {"status": "FAILED", "metadata": {"null_rows": "2", "column": "price"}}
+    receiver.log_text = "scanning prices\n2 rows have a null price\n"
     commit = snapshot.commit(
         {
             "_lakefs_actions/checks.yaml": webhook_actions(
                 receiver.url, ["row-count", "schema"], properties={"output_url": "http://logs.example/{{ execution_id }}"}
-            )
+            ),
+            "_lakefs_actions/evil.yaml": webhook_actions(
+                receiver.url, ["evil-link"], name="evil links", properties={"output_url": "javascript:alert(1)"}
+            ),
         },
         message="add prices table",
         branch="main",
     )
     snapshot.write()
-    live = service_factory(snapshot.directory)
+    protect = {"protected_branches": [{"branch": "main", "mandatory_checks": ["row-count", "schema"]}]}
+    live = service_factory(snapshot.directory, protect)
     assert live.trigger("main").status_code == 202
     live.wait_for("main", "row-count", {"FAILED"})
     live.wait_for("main", "schema", {"FAILED"})
@@ -60,10 +65,27 @@ def test_commit_page_shows_checks_and_retry_changes_state(snapshot, receiver, se
     assert requests_ok(live.retry("main", "schema"))
     live.wait_for("main", "schema", {"SUCCESS"})
 
+    live.wait_for("main", "evil-link", {"FAILED"})
     page = browser_page
-    page.goto(f"{live.url}/ui/repositories/{REPO}/refs/{commit}")
+    violations: list[str] = []
+    page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+    answer = page.goto(f"{live.url}/ui/repositories/{REPO}/refs/{commit}")
+    assert "default-src 'none'" in answer.headers["content-security-policy"]
     failed = page.locator('tr[data-check="row-count"]')
     failed.locator('[data-status="FAILED"]').wait_for(timeout=10_000)
+    # May this commit merge into main? Not while row-count failed; schema passed on its retry.
+    verdict = page.locator('#merge [data-branch="main"]')
+    verdict.wait_for(timeout=10_000)
+    assert verdict.get_attribute("data-mergeable") == "false"
+    assert "Not mergeable into main" in verdict.inner_text()
+    assert "row-count: FAILED" in verdict.locator('[data-mandatory="row-count"]').inner_text()
+    assert "schema: SUCCESS" in verdict.locator('[data-mandatory="schema"]').inner_text()
+    # The executor's log, uploaded to the event's output_url, is on the page.
+    failed.locator("pre.log").wait_for(timeout=10_000)
+    assert "2 rows have a null price" in failed.locator("pre.log").inner_text()
+    # Only http(s) links: a committed javascript: link is never rendered as a link.
+    assert page.locator('a[href^="javascript"]').count() == 0
+    assert page.locator('tr[data-check="evil-link"] a').count() == 0
     assert page.locator("#commit").inner_text() == commit
     assert "add prices table" in page.locator("#commit-message").inner_text()
     assert "null_rows" in failed.inner_text() and "price" in failed.inner_text()
@@ -93,6 +115,9 @@ def test_commit_page_shows_checks_and_retry_changes_state(snapshot, receiver, se
     assert "rows" in row.inner_text() and "attempt 2" in row.inner_text()
     assert row.locator("button.retry").count() == 0
     assert live.checks(commit)["row-count"]["status"] == "SUCCESS"
+    page.locator('#merge [data-branch="main"][data-mergeable="true"]').wait_for(timeout=10_000)
+    assert "Mergeable into main" in page.locator('#merge [data-branch="main"]').inner_text()
+    assert violations == []  # the page's own script and style load under its CSP
 
     page.goto(f"{live.url}/")
     page.locator("#recent a").first.wait_for(timeout=10_000)

@@ -10,8 +10,9 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
-from lakewarden.checks.config import CheckDefinition
+from lakewarden.checks.config import CheckDefinition, ExecutorEndpoint
 from lakewarden.checks.templating import render_env
+from lakewarden.errors import BadInput
 
 
 class ExecutorError(Exception):
@@ -33,6 +34,8 @@ class ExecutionStarted:
     """The executor accepted the job; ``output_url`` is where its logs are, when known."""
 
     output_url: str | None = None
+    #: Set when the service itself must watch the job to completion (Airflow ``wait_for_dag``).
+    poll_run_id: str | None = None
 
 
 class Executor(Protocol):
@@ -41,6 +44,10 @@ class Executor(Protocol):
     def validate(self, properties: Mapping[str, Any], *, source: str, field: str) -> None:
         """Raise :class:`~lakewarden.errors.BadInput` naming the field of a bad property."""
         ...
+
+    #: Properties that carry an endpoint and its credentials: set by the server config's executor
+    #: endpoint when a check names one, and then not settable by the action file.
+    bound_keys: frozenset[str]
 
     def start(self, request: ExecutionRequest) -> ExecutionStarted:
         """Hand the job over; raise :class:`ExecutorError` when that fails."""
@@ -56,17 +63,50 @@ def _registry() -> dict[str, Executor]:
 
 def prepare_properties(
     definition: CheckDefinition,
-    defaults: Mapping[str, Mapping[str, Any]],
+    endpoints: Mapping[str, ExecutorEndpoint],
     env: Mapping[str, str],
     env_prefix: str,
+    rendered: set[str],
 ) -> dict[str, Any]:
-    """The check's properties over the config's defaults for its type, templated and validated."""
-    merged: dict[str, Any] = copy.deepcopy(dict(defaults.get(definition.type, {})))
-    merged.update(copy.deepcopy(definition.properties))
+    """The properties the executor is called with, templated and validated.
+
+    A check that names an executor endpoint (``executor: prod-airflow``) gets the endpoint's URL
+    and credentials from the server config and may not set them itself; a check that names none
+    gets nothing from the config. So configured credentials only ever go to configured URLs.
+    Every value rendered from the environment is added to ``rendered`` (to be masked).
+    """
     where = f"checks[{definition.id}].properties"
-    rendered = render_env(merged, env, prefix=env_prefix, source=definition.source, field=where)
-    EXECUTORS[definition.type].validate(rendered, source=definition.source, field=where)
-    return dict(rendered)
+    executor = EXECUTORS[definition.type]
+    own = copy.deepcopy(dict(definition.properties))
+    merged: dict[str, Any] = {}
+    if definition.executor is not None:
+        endpoint = endpoints.get(definition.executor)
+        if endpoint is None:
+            known = ", ".join(sorted(endpoints)) or "none"
+            raise BadInput(
+                f"unknown executor {definition.executor!r} (the server config names: {known})",
+                source=definition.source,
+                field=f"checks[{definition.id}].executor",
+            )
+        if endpoint.type != definition.type:
+            raise BadInput(
+                f"executor {endpoint.name!r} is a {endpoint.type} endpoint, the check is {definition.type}",
+                source=definition.source,
+                field=f"checks[{definition.id}].executor",
+            )
+        clash = sorted(set(own) & executor.bound_keys)
+        if clash:
+            raise BadInput(
+                f"{', '.join(clash)} come(s) from executor {endpoint.name!r} of the server config; remove from the action",
+                source=definition.source,
+                field=where,
+            )
+        # The operator's config may read any variable; its values are secrets all the same.
+        merged.update(render_env(copy.deepcopy(endpoint.properties), env, prefix="", source="server config",
+                                 field=f"executors.{endpoint.name}", rendered=rendered))
+    merged.update(render_env(own, env, prefix=env_prefix, source=definition.source, field=where, rendered=rendered))
+    executor.validate(merged, source=definition.source, field=where)
+    return merged
 
 
 def fill_placeholders(template: str, values: Mapping[str, str]) -> str:

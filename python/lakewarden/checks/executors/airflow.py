@@ -2,9 +2,13 @@
 
 Properties: ``url`` (Airflow base URL), ``dag_id``, ``api_version`` (``v2``, Airflow 3, default;
 ``v1``, Airflow 2), ``username``/``password`` (v1: HTTP basic auth; v2: exchanged for a bearer
-token at ``POST /auth/token``), or ``token`` (a bearer token used as is), ``dag_conf`` (extra conf
-keys; the event's keys win), ``timeout`` (HTTP, default 30s), ``output_url`` (override of the link
-to the run in the Airflow UI).
+token at ``POST /auth/token``), or ``token`` (a bearer token used as is), ``dag_conf`` (conf keys
+at the top level), ``wait_for_dag`` (lakeFS's: poll the run and complete the check from its final
+state when the DAG does not call back), ``timeout`` (HTTP, default 30s), ``output_url`` (override
+of the link to the run in the Airflow UI).
+
+The conf is lakeFS's shape: ``{**dag_conf, "lakeFS_event": event}``, so a DAG written for a lakeFS
+Airflow hook reads the event where it expects it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ from lakewarden.checks.executors import ExecutionRequest, ExecutionStarted, Exec
 from lakewarden.checks.executors.webhook import check_url, event_placeholders
 from lakewarden.errors import BadInput
 
-_KEYS = {"url", "dag_id", "api_version", "username", "password", "token", "dag_conf", "timeout", "output_url"}
+_KEYS = {
+    "url", "dag_id", "api_version", "username", "password", "token", "dag_conf", "timeout", "output_url", "wait_for_dag",
+}
+
+#: Airflow DAG run states that end a run, and the check status each means.
+FINAL_STATES = {"success": "SUCCESS", "failed": "FAILED"}
 
 
 def dag_run_id(request: ExecutionRequest) -> str:
@@ -27,8 +36,14 @@ def dag_run_id(request: ExecutionRequest) -> str:
     return f"lakewarden__{request.check_id}__{request.execution_id}"
 
 
+def dag_conf(properties: Mapping[str, Any], event: Mapping[str, Any]) -> dict[str, Any]:
+    """The DAG run's conf as lakeFS builds it: ``dag_conf`` at the top, the event under lakeFS_event."""
+    return {**dict(properties.get("dag_conf") or {}), "lakeFS_event": dict(event)}
+
+
 class AirflowExecutor:
     type_name = "airflow"
+    bound_keys = frozenset({"url", "username", "password", "token", "api_version"})
 
     def validate(self, properties: Mapping[str, Any], *, source: str, field: str) -> None:
         unknown = set(properties) - _KEYS
@@ -50,6 +65,8 @@ class AirflowExecutor:
             raise BadInput("dag_conf must be a mapping", source=source, field=f"{field}.dag_conf")
         if "timeout" in properties:
             parse_duration(properties["timeout"], source=source, field=f"{field}.timeout")
+        if not isinstance(properties.get("wait_for_dag", False), bool):
+            raise BadInput("wait_for_dag must be true or false", source=source, field=f"{field}.wait_for_dag")
 
     def _session(self, p: Mapping[str, Any], base: str, timeout: float) -> requests.Session:
         session = requests.Session()
@@ -81,8 +98,7 @@ class AirflowExecutor:
         version = p.get("api_version", "v2")
         timeout = parse_duration(p.get("timeout", "30s")).total_seconds()
         run_id = dag_run_id(request)
-        conf = {**dict(p.get("dag_conf") or {}), **request.event}
-        body: dict[str, Any] = {"dag_run_id": run_id, "conf": conf}
+        body: dict[str, Any] = {"dag_run_id": run_id, "conf": dag_conf(p, request.event)}
         if version == "v2":
             body["logical_date"] = None  # required in Airflow 3; null means "not data-interval bound"
         dag = quote(str(p["dag_id"]), safe="")
@@ -99,4 +115,23 @@ class AirflowExecutor:
             output_url = f"{base}/dags/{dag}/runs/{quote(run_id, safe='')}"
         else:
             output_url = f"{base}/dags/{dag}/grid?dag_run_id={quote(run_id, safe='')}"
-        return ExecutionStarted(output_url=output_url)
+        return ExecutionStarted(output_url=output_url, poll_run_id=run_id if p.get("wait_for_dag") else None)
+
+    def run_state(self, properties: Mapping[str, Any], run_id: str) -> str:
+        """The state of a DAG run (``queued``, ``running``, ``success``, ``failed``, ...)."""
+        p = properties
+        base = str(p["url"]).rstrip("/")
+        version = p.get("api_version", "v2")
+        timeout = parse_duration(p.get("timeout", "30s")).total_seconds()
+        dag = quote(str(p["dag_id"]), safe="")
+        with self._session(p, base, timeout) as session:
+            try:
+                answer = session.get(f"{base}/api/{version}/dags/{dag}/dagRuns/{quote(run_id, safe='')}", timeout=timeout)
+            except requests.RequestException as exc:
+                raise ExecutorError(f"airflow {base} unreachable: {exc.__class__.__name__}: {exc}") from None
+        if answer.status_code != 200:
+            raise ExecutorError(f"airflow refused the DAG run state: HTTP {answer.status_code}: {answer.text[:300]}")
+        try:
+            return str(answer.json()["state"])
+        except (ValueError, KeyError, TypeError):
+            raise ExecutorError("airflow answered a DAG run without state") from None

@@ -38,6 +38,7 @@ def event_placeholders(request: ExecutionRequest) -> dict[str, str]:
 
 class WebhookExecutor:
     type_name = "webhook"
+    bound_keys = frozenset({"url", "headers"})
 
     def validate(self, properties: Mapping[str, Any], *, source: str, field: str) -> None:
         unknown = set(properties) - _KEYS

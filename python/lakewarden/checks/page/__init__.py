@@ -1,1 +1,2 @@
-"""Static pages of the checks service (plain HTML with inline CSS and JS, so one file per page)."""
+"""Pages of the checks service: HTML plus their script and style as separate files (the CSP allows
+no inline script or style)."""

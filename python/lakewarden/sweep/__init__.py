@@ -1,0 +1,132 @@
+"""The shared sweep: delete what a job's report marked, resumably, with a truthful report.
+
+``sweep_report`` takes the report's lock (:mod:`.lock`: one sweep per report at a time), says
+in ``summary.json`` that a sweep is running (:mod:`.status`), deletes through one engine
+(:mod:`.engine`: re-check, batches, backend retries, durable outcome records) on one of two
+paths, merges the outcomes and writes the final summaries:
+
+* **in-process** (:mod:`.inprocess`): no JVM; for reports of up to
+  :data:`PROCESS_MAX_ADDRESSES` marked addresses, where starting and planning Spark costs more
+  than it saves (see ``docs/sweep.md`` for the benchmark behind the number);
+* **distributed** (:mod:`.distributed`): Spark tasks; above that size, or under spark-submit.
+
+A sweep of a lifecycle dry run that deleted everything is recorded for the run ledger
+(:mod:`.ledger`), so the next lifecycle run can start from it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+
+from lakewarden.deleters.base import Deleter, clean_options, deleter_for
+from lakewarden.errors import BadInput
+from lakewarden.report import utc_now
+from lakewarden.sweep.distributed import ensure_python_workers, read_addresses, read_outcomes, sweep_distributed
+from lakewarden.sweep.engine import SweepFailed
+from lakewarden.sweep.inprocess import sweep_in_process
+from lakewarden.sweep.lock import SweepBusy, SweepLock
+from lakewarden.sweep.report_dir import Report, count_rows, load_report, report_path
+from lakewarden.sweep.result import SweepResult, new_sweep_id
+from lakewarden.sweep.status import SweepStatus
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+#: Up to this many marked addresses the sweep runs in-process (no Spark). Chosen by
+#: ``benchmarks/sweep_crossover.py``: see docs/sweep.md.
+PROCESS_MAX_ADDRESSES = 1_000_000
+Engine = Literal["auto", "process", "spark"]
+ENGINES = ("auto", "process", "spark")
+
+
+def choose_engine(report: Report, engine: Engine = "auto", *, process_max: int = PROCESS_MAX_ADDRESSES) -> str:
+    """``process`` or ``spark`` for ``report``: Spark under spark-submit or above ``process_max``."""
+    if engine not in ENGINES:
+        raise BadInput(f"must be one of {', '.join(ENGINES)}, not {engine!r}", field="--engine")
+    if engine != "auto":
+        return engine
+    from lakewarden.spark_session import under_spark_submit
+
+    if under_spark_submit():
+        return "spark"
+    return "process" if count_rows(report, limit=process_max) <= process_max else "spark"
+
+
+def _default_spark() -> "SparkSession":
+    from lakewarden import spark_session
+
+    return spark_session.get_or_create(spark_session.state_dir(None))
+
+
+def sweep_report(
+    spark: "SparkSession | None",
+    report_dir: str | os.PathLike[str],
+    *,
+    deleter_options: Mapping[str, Any] | None = None,
+    parallelism: int | None = None,
+    batch_size: int = 1000,
+    threads: int | None = None,
+    deleter_factory: Callable[..., Deleter] = deleter_for,
+    progress_interval: float = 10.0,
+    engine: Engine = "auto",
+    spark_factory: Callable[[], "SparkSession"] | None = None,
+    process_max: int = PROCESS_MAX_ADDRESSES,
+) -> SweepResult:
+    """Delete what ``report_dir`` marked; record every address's outcome; return the counts.
+
+    ``spark`` may be None: the distributed path then starts a session with ``spark_factory``
+    (default: the embedded one). ``engine`` forces a path (``process``/``spark``). ``parallelism``
+    is the number of Spark tasks (distributed path); ``batch_size`` caps each delete call (the
+    backend's ``max_batch`` caps it too); ``threads`` is batches in flight per process or task
+    (default: the backend's ``max_concurrency``: 8 for S3, 1 locally).
+    ``deleter_factory(namespace, **deleter_options)`` builds the backend. Raises
+    :class:`BadInput` for a bad report, :class:`SweepBusy` when another sweep holds the report,
+    :class:`SweepFailed` when deleting stopped part-way; in every case nothing unrecorded is
+    deleted, the summaries say what happened, and a re-run completes the sweep.
+    """
+    report = load_report(report_dir)
+    if batch_size < 1:
+        raise BadInput("must be at least 1", field="batch_size")
+    options = clean_options(deleter_options)
+    if report.summary.get("local_blockstore") and "local_blockstore" not in options:
+        # a local:// namespace: the job recorded the server's blockstore.local.path
+        options["local_blockstore"] = report.summary["local_blockstore"]
+    deleter_factory(report.storage_namespace, **options).close()  # bad namespace/options: fail before any work
+    count_rows(report, limit=0)  # addresses.csv's header: bad input before the lock or any write
+    chosen = choose_engine(report, engine, process_max=process_max)
+    sweep_id = new_sweep_id()
+    started_at = utc_now()
+    report.sweep_dir.mkdir(parents=True, exist_ok=True)
+    with SweepLock(report.lock_file).acquire(sweep_id=sweep_id, started_at=started_at) as lock:
+        status = SweepStatus(report, sweep_id=sweep_id, started_at=started_at, engine=chosen)
+        if chosen == "process":
+            result = sweep_in_process(
+                report, status, lock_taken_over=lock.taken_over, deleter_factory=deleter_factory,
+                deleter_options=options, batch_size=batch_size, threads=threads,
+            )
+        else:
+            session = spark if spark is not None else (spark_factory or _default_spark)()
+            result = sweep_distributed(
+                session, report, status, lock_taken_over=lock.taken_over, deleter_factory=deleter_factory,
+                deleter_options=options, batch_size=batch_size, threads=threads, parallelism=parallelism,
+                progress_interval=progress_interval,
+            )
+    return result
+
+
+__all__ = [
+    "ENGINES",
+    "PROCESS_MAX_ADDRESSES",
+    "Report",
+    "SweepBusy",
+    "SweepFailed",
+    "SweepResult",
+    "choose_engine",
+    "ensure_python_workers",
+    "load_report",
+    "read_addresses",
+    "read_outcomes",
+    "report_path",
+    "sweep_report",
+]
