@@ -48,24 +48,39 @@ def _job(*args: str) -> int:
     return main([*args, "--now", NOW, "--dry-run"])
 
 
+@pytest.mark.parametrize("scheme", ["file", "local"])
 def test_extract_then_gc_marks_what_lakefs_would(
-    spark: Any, test_state_dir: Path, creds: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: Any, test_state_dir: Path, creds: None, scheme: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    scenario = build_scenario(LocalNamespace(tmp_path / "storage" / "ns"))
-    addr = scenario.addresses
+    """On a file:// namespace, and on lakeFS's local blockstore (local://, what a quickstart uses)."""
+    if scheme == "local":
+        blockstore = tmp_path / "blockstore"
+        namespace = LocalNamespace(blockstore / "repo1", uri="local://repo1")
+        extra: tuple[str, ...] = ("--local-blockstore", str(blockstore))
+    else:
+        namespace, extra = LocalNamespace(tmp_path / "storage" / "ns"), ()
+    scenario = build_scenario(namespace)
     server = scenario.fake.serve()
     try:
-        snapshot = tmp_path / "snap"
-        _extract(scenario, server.endpoint, snapshot)
+        _check_jobs_on(scenario, server.endpoint, test_state_dir, tmp_path, capsys, extra)
     finally:
         server.stop()
+
+
+def _check_jobs_on(
+    scenario: Scenario, endpoint: str, test_state_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    extra: tuple[str, ...],
+) -> None:
+    addr = scenario.addresses
+    snapshot = tmp_path / "snap"
+    _extract(scenario, endpoint, snapshot, *extra)
     state = str(test_state_dir)
 
     # Uncommitted GC, listing the namespace: exactly the abandoned objects. Not the young one,
     # not dummy, not _lakefs/ (lakeFS's own GC files included), not the staged new path or
     # overwrite, not the objects of the deleted branch's 2-day-old tip.
     report = tmp_path / "uncommitted"
-    code = _job("gc", "uncommitted", "--snapshot", str(snapshot), "--state", state, "--report", str(report))
+    code = _job("gc", "uncommitted", "--snapshot", str(snapshot), "--state", state, "--report", str(report), *extra)
     assert code == 0, capsys.readouterr().err
     marked = _marked(report)
     assert marked == scenario.abandoned
@@ -75,13 +90,22 @@ def test_extract_then_gc_marks_what_lakefs_would(
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps(scenario.rules))
     report = tmp_path / "committed"
-    code = _job("gc", "committed", "--snapshot", str(snapshot), "--state", state, "--rules", str(rules), "--report", str(report))
+    code = _job("gc", "committed", "--snapshot", str(snapshot), "--state", state, "--rules", str(rules), "--report", str(report), *extra)
     assert code == 0, capsys.readouterr().err
     marked = _marked(report)
     assert scenario.committed_marked == {addr["A1"], addr["F1"]}  # the scenario is what it says
     assert marked == scenario.committed_marked
     assert addr["A2"] not in marked  # only M's main parent (m2, the LAST of [s1, m2]) holds it
     assert addr["X1"] not in marked  # the dangling tip is 2 days old: kept by the default 7 days
+
+    # The same job straight from lakeFS (it extracts first): the same answer.
+    if extra:  # once is enough (a Spark job costs ~1 min here)
+        return
+    report = tmp_path / "committed-live"
+    code = _job("gc", "committed", "--lakefs-endpoint", endpoint, "--repo", scenario.fake.repo_id, "--state", state,
+                "--rules", str(rules), "--report", str(report), "--cache-dir", str(tmp_path / "range-cache"), *extra)
+    assert code == 0, capsys.readouterr().err
+    assert _marked(report) == scenario.committed_marked
 
 
 def test_s3_repository_runs_every_job(
