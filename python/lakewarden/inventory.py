@@ -168,7 +168,7 @@ def _read_bytes(location: str, s3_options: Mapping[str, Any] | None, *, what: st
     if _is_s3(location):
         from botocore.exceptions import ClientError
 
-        from lakewarden.deleters.s3 import s3_client
+        from lakewarden.s3client import s3_client
 
         parsed = parse_uri(location)
         try:
@@ -237,7 +237,7 @@ def local_data_files(manifest: Manifest, *, s3_options: Mapping[str, Any] | None
     def fetch(item: tuple[int, DataFile]) -> Path:
         from botocore.exceptions import ClientError
 
-        from lakewarden.deleters.s3 import s3_client
+        from lakewarden.s3client import s3_client
 
         index, entry = item
         # keep the extension: Spark picks the codec (.gz) from the file name
@@ -451,7 +451,7 @@ def _list_local(unit: ListUnit) -> Iterator[tuple[str, int, datetime]]:
 
 
 def _list_s3(bucket: str, unit: ListUnit, s3_options: Mapping[str, Any]) -> Iterator[tuple[str, int, datetime]]:
-    from lakewarden.deleters.s3 import s3_client
+    from lakewarden.s3client import s3_client
 
     client = s3_client(dict(s3_options))
     kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": unit.prefix}
@@ -478,7 +478,7 @@ def _children(ns: ParsedURI, prefix: str, s3_options: Mapping[str, Any], max_pag
                 return sorted(found)
         except OSError:
             return []
-    from lakewarden.deleters.s3 import s3_client
+    from lakewarden.s3client import s3_client
 
     client = s3_client(dict(s3_options))
     found = []

@@ -84,7 +84,7 @@ def list_keys(endpoint: str, bucket: str, prefix: str = "") -> set[str]:
 
 
 def s3_client_for(endpoint: str) -> Any:
-    from lakewarden.deleters.s3 import s3_client
+    from lakewarden.s3client import s3_client
 
     return s3_client(s3_options(endpoint))
 

@@ -68,10 +68,10 @@ def read_uri(uri: str) -> bytes:
         except OSError as exc:
             raise CatalogError(f"cannot read {uri}: {exc.strerror}") from None
     if parsed.scheme in {"s3", "s3a"}:
-        import boto3  # deferred: only snapshots on S3 need it
+        from lakewarden.s3client import s3_client  # deferred: only snapshots on S3 need it
 
         try:
-            obj = boto3.client("s3").get_object(Bucket=parsed.netloc, Key=parsed.path.lstrip("/"))
+            obj = s3_client().get_object(Bucket=parsed.netloc, Key=parsed.path.lstrip("/"))
             return bytes(obj["Body"].read())
         except Exception as exc:  # botocore raises many types; all mean "cannot read"
             raise CatalogError(f"cannot read {uri}: {exc}") from None

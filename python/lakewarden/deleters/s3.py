@@ -15,13 +15,12 @@ Endpoint, region and credentials come from the options, else from boto3's usual 
 from __future__ import annotations
 
 import logging
-import os
 import random
-import threading
 import time
 from typing import Any, Callable, Sequence
 
 from lakewarden.deleters.base import DeleteOutcome, Deleter
+from lakewarden.s3client import s3_client
 from lakewarden.safety import parse_uri
 
 log = logging.getLogger(__name__)
@@ -49,42 +48,6 @@ RETRYABLE_CODES = frozenset(
 )
 #: Per-key codes meaning the object is not there: the goal state, so "deleted".
 ABSENT_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
-
-#: Options passed through to ``boto3.session.Session`` / ``session.client``.
-SESSION_OPTIONS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token", "region_name", "profile_name")
-CLIENT_OPTIONS = ("endpoint_url", "verify")
-
-_CLIENTS: dict[tuple[Any, ...], Any] = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
-def s3_client(options: dict[str, Any] | None = None, *, max_pool_connections: int = 32) -> Any:
-    """A boto3 S3 client for ``options``, cached per process (boto3 clients are thread-safe).
-
-    botocore's own retries are off: callers here retry with their own backoff, which also covers
-    per-key errors botocore cannot see.
-    """
-    import boto3
-    from botocore.config import Config
-
-    opts = {key: value for key, value in (options or {}).items() if value is not None}
-    cache_key = (os.getpid(), max_pool_connections, tuple(sorted((k, repr(v)) for k, v in opts.items())))
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(cache_key)
-        if client is not None:
-            return client
-        session = boto3.session.Session(**{k: opts[k] for k in SESSION_OPTIONS if k in opts})
-        config = Config(
-            retries={"total_max_attempts": 1},
-            max_pool_connections=max_pool_connections,
-            connect_timeout=float(opts.get("connect_timeout", 10)),
-            read_timeout=float(opts.get("read_timeout", 60)),
-            s3={"addressing_style": opts.get("addressing_style", "path" if opts.get("endpoint_url") else "auto")},
-        )
-        client = session.client("s3", config=config, **{k: opts[k] for k in CLIENT_OPTIONS if k in opts})
-        _CLIENTS[cache_key] = client
-        return client
-
 
 def _xml_safe(key: str) -> bool:
     """Whether ``key`` can travel in a DeleteObjects XML body (XML 1.0 forbids most C0 controls)."""
@@ -148,7 +111,11 @@ class S3Deleter(Deleter):
     @property
     def client(self) -> Any:
         if self._client is None:
-            self._client = s3_client(self._client_options, max_pool_connections=max(10, 2 * self.max_concurrency))
+            # botocore's retries off (max_attempts=1): this deleter retries with its own backoff,
+            # which also covers per-key errors inside a 200 response that botocore cannot see
+            self._client = s3_client(
+                self._client_options, max_pool_connections=max(10, 2 * self.max_concurrency), max_attempts=1
+            )
         return self._client
 
     def backoff(self, attempt: int) -> float:

@@ -77,8 +77,6 @@ def register(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--min-age", default=DEFAULT_MIN_AGE, metavar="DURATION", help="never touch objects younger than this (default 24h; below 1h needs --force)")
     parser.add_argument("--clean", action="store_true", help="force a clean run even when a previous run exists")
     parser.add_argument("--force", action="store_true", help="allow --min-age below 1h")
-    parser.add_argument("--s3-endpoint", metavar="URL", help="S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
-    parser.add_argument("--s3-region", metavar="REGION", help="S3 region")
     parser.set_defaults(func=run_uncommitted)
 
 
@@ -144,9 +142,6 @@ class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
 
     def describe(self, marked: "UncommittedGcResult") -> list[str]:
         return describe_result(marked)
-
-    def deleter_options(self, inputs: UncommittedInputs, args: argparse.Namespace) -> dict[str, Any]:
-        return dict(inputs.s3_options)
 
 
 def run_uncommitted(args: argparse.Namespace) -> int:

@@ -67,8 +67,10 @@ class Job(Generic[InputsT, MarkedT]):
         return []
 
     def deleter_options(self, inputs: InputsT, args: argparse.Namespace) -> dict[str, Any]:
-        """Options for the storage backend of the sweep (e.g. the S3 endpoint)."""
-        return {}
+        """Options for the storage backend of the sweep: every job's --s3-endpoint/--s3-region."""
+        from lakewarden.s3client import s3_options
+
+        return s3_options(getattr(args, "s3_endpoint", None), getattr(args, "s3_region", None))
 
     def after_dry_run(self, context: JobContext, inputs: InputsT, marked: MarkedT) -> None:
         """Bookkeeping after a dry run (nothing by default)."""

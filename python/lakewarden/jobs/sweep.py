@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from lakewarden.extract.cli import add_s3_arguments
 from lakewarden.sweep import ENGINES, SweepFailed, load_report
 
 
@@ -26,8 +27,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--report", required=True, metavar="DIR", help="the report directory of a dry run")
     parser.add_argument("--state", metavar="DIR", help="warehouse and run history (default ./.lakewarden or LAKEWARDEN_HOME)")
-    parser.add_argument("--s3-endpoint", metavar="URL", help="S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
-    parser.add_argument("--s3-region", metavar="REGION", help="S3 region (default: AWS_REGION or boto3's default)")
+    add_s3_arguments(parser)
     parser.add_argument(
         "--engine", choices=ENGINES, default="auto",
         help="auto (default): in-process up to 1,000,000 marked addresses, Spark above or under spark-submit",
