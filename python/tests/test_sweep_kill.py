@@ -72,14 +72,14 @@ def make_report(store: Store, tmp_path: Path) -> Path:
     return write_report(tmp_path / "report", store.namespace, rows)
 
 
-def start_sweep(store: Store, report: Path, tmp_path: Path, hold: str | None = None) -> subprocess.Popen[str]:
+def start_sweep(store: Store, report: Path, tmp_path: Path, hold: str | None = None, engine: str = "auto") -> subprocess.Popen[str]:
     env = {**os.environ, **S3_ENV}
     env.pop("LAKEWARDEN_SWEEP_HOLD", None)
     if hold:
         env["LAKEWARDEN_SWEEP_HOLD"] = hold
         env["LAKEWARDEN_SWEEP_HOLD_FILE"] = str(tmp_path / "held")
     command = [sys.executable, "-m", "lakewarden", "sweep", "--report", str(report), "--state", str(tmp_path / "state"),
-               "--batch-size", str(BATCH)]
+               "--batch-size", str(BATCH), "--engine", engine]
     if store.endpoint:
         command += ["--s3-endpoint", store.endpoint]
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -190,3 +190,28 @@ def test_second_sweep_of_a_report_exits_with_one_line(tmp_path: Path, request: p
     assert len(outcomes) == N_OBJECTS and len({o["address"] for o in outcomes}) == N_OBJECTS
     assert len([r for r in records(report) if r["status"] == "deleted"]) == N_OBJECTS
     assert store.remaining() == LIVE
+
+
+@pytest.mark.spark
+def test_spark_sweep_killed_while_merging_is_finished_in_process(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The distributed path keeps the report as true as the in-process one, and its records are
+    the same format: a Spark sweep killed after deleting, before merging, is finished by an
+    in-process sweep that deletes nothing again."""
+    store = make_store("local", tmp_path, request)
+    report = make_report(store, tmp_path)
+    first = start_sweep(store, report, tmp_path, hold="merging", engine="spark")
+    wait_held(first, tmp_path)
+    kill(first)
+    killed = summary(report)
+    assert (killed["status"], killed["success"], killed["sweep_engine"]) == ("sweeping", False, "spark")
+    recorded_deleted = {r["address"] for r in records(report) if r["status"] == "deleted"}
+    assert killed["num_deleted"] <= len(recorded_deleted) == N_OBJECTS
+    assert store.remaining() == LIVE
+
+    second = start_sweep(store, report, tmp_path, engine="process")
+    out, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    done = summary(report)
+    assert (done["status"], done["num_deleted"], done["resumed_from"]) == ("swept", N_OBJECTS, killed["sweep_id"])
+    assert json.loads(out.strip().splitlines()[-1])["num_previously_deleted"] == N_OBJECTS
+    assert [o["address"] for o in read_outcomes_csv(report)] == MARKED

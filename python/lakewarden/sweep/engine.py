@@ -14,6 +14,7 @@ summary says was deleted is on record, and a killed sweep loses at most the batc
 from __future__ import annotations
 
 import json
+import json.encoder
 import os
 import re
 import time
@@ -27,6 +28,8 @@ from lakewarden.deleters.base import DeleteOutcome, Deleter, cached_unsafe_reaso
 from lakewarden.errors import LakewardenError
 from lakewarden.safety import parse_uri, resolve_physical
 from lakewarden.sweep.hooks import hold
+
+_json_string = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str
 
 #: Spark schema of one outcome record (the JSON Lines both paths append).
 OUTCOME_SCHEMA = "address string, physical_address string, status string, reason string, ts long, sweep_id string"
@@ -80,12 +83,13 @@ class OutcomeLog:
         """Append one batch durably (flush + fsync) and return its records."""
         ts = time.time_ns() // 1_000_000
         records = [Outcome(a, p, o.status, o.reason, ts, self.sweep_id) for a, p, o in results]
+        # the JSON of json.dumps({...}) for these six fields, built with json's own string
+        # encoder: a record per address is the hot path, and a dict per line costs 3x more
+        tail = f', "ts": {ts}, "sweep_id": {_json_string(self.sweep_id)}}}\n'
         self._handle.write(
             "".join(
-                json.dumps(
-                    {"address": r.address, "physical_address": r.physical_address, "status": r.status,
-                     "reason": r.reason, "ts": r.ts, "sweep_id": r.sweep_id}
-                ) + "\n"
+                f'{{"address": {_json_string(r.address)}, "physical_address": {_json_string(r.physical_address)}, '
+                f'"status": {_json_string(r.status)}, "reason": {_json_string(r.reason)}{tail}'
                 for r in records
             )
         )
@@ -103,11 +107,22 @@ class OutcomeLog:
         self.close()
 
 
-@dataclass(frozen=True)
 class RowChecker:
     """Decides whether one report row may be handed to a deleter at all."""
 
-    storage_namespace: str
+    def __init__(self, storage_namespace: str):
+        self.storage_namespace = storage_namespace
+        # resolve_physical joins a RELATIVE address to the canonical namespace verbatim; the
+        # prefix is taken from it once instead of re-parsing the namespace for every row
+        self._relative_prefix = resolve_physical("", "RELATIVE", storage_namespace)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RowChecker, (self.storage_namespace,))
+
+    def _expected(self, address: str, address_type: str) -> str:
+        if address_type == "RELATIVE":
+            return self._relative_prefix + address
+        return resolve_physical(address, address_type, self.storage_namespace)
 
     def problem(self, address: Any, address_type: Any, physical: Any) -> str | None:
         if not isinstance(physical, str) or not physical:
@@ -118,7 +133,7 @@ class RowChecker:
         if reason is not None:
             return f"unsafe: {reason}"
         try:
-            expected = resolve_physical(address, str(address_type or ""), self.storage_namespace)
+            expected = self._expected(address, str(address_type or ""))
             matches = expected == physical or _folded(expected) == _folded(physical)
         except ValueError as exc:
             return f"unsafe: {exc}"
