@@ -114,9 +114,12 @@ def _elapsed(summary: dict) -> str:
 
 
 def _read(summary: dict) -> str:
-    return (f"read {summary.get('potential_commits', '?'):,} of {summary.get('commits', '?'):,} commits, "
-            f"{summary.get('potential_ranges', '?'):,} of {summary.get('ranges', '?'):,} ranges; "
-            f"{summary.get('num_marked', 0):,} marked; report's own elapsed {_elapsed(summary)}")
+    def n(name: str) -> str:
+        value = summary.get(name)
+        return f"{value:,}" if isinstance(value, int) else "?"
+
+    return (f"read {n('potential_commits')} of {n('commits')} commits, {n('potential_ranges')} of {n('ranges')} ranges; "
+            f"{n('num_marked')} marked; report's own elapsed {_elapsed(summary)}")
 
 
 def main(argv: list[str] | None = None) -> int:
