@@ -1,6 +1,6 @@
 """Benchmark: how fast lakewarden reads lakeFS ranges, in one process and as Spark tasks.
 
-Run ``python -m lakewarden.bench.sstable_read [FILE] [--copies N] [--repeat N]``. FILE defaults
+Run ``python benchmarks/sstable_read.py [FILE] [--copies N] [--repeat N]``. FILE defaults
 to the shared fixture ``56569996.sst`` (a production-sized lakeFS range, ~14k entries). Prints:
 
 * single process, raw records (footer -> index -> CRC32C-checked, Snappy-decoded blocks);
@@ -23,11 +23,14 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from lakewarden.lakefs_records import decode_range_columns, iter_decoded
-from lakewarden.sstable import SSTableReader
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402,F401  (puts this checkout's python/ on the import path)
+
+from lakewarden.lakefs_records import decode_range_columns, iter_decoded  # noqa: E402
+from lakewarden.sstable import SSTableReader  # noqa: E402
 
 DEFAULT_FILE = (
-    Path(__file__).resolve().parents[3].parent / "shared" / "fixtures" / "lakefs-sstables" / "lakefs" / "56569996.sst"
+    Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "lakefs-sstables" / "lakefs" / "56569996.sst"
 )
 
 
@@ -94,7 +97,7 @@ def bench_spark(path: Path, copies: int, repeat: int) -> tuple[int, float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lakewarden.bench.sstable_read", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("file", nargs="?", default=str(DEFAULT_FILE), help="a lakeFS range SSTable")
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (best is printed)")
     parser.add_argument("--copies", type=int, default=64, help="range copies read by Spark tasks")

@@ -1,27 +1,25 @@
-"""Benchmark: uncommitted GC clean and optimized runs vs. DuckDB's anti-join on the same files.
+"""Benchmark: ``lakewarden gc uncommitted`` clean and optimized runs vs. DuckDB's anti-join.
 
-``python -m lakewarden.bench uncommitted-gc --objects 1000000`` (or ``python -m
-lakewarden.bench.uncommitted_gc``; needs the ``bench`` extra: duckdb)
+    python benchmarks/uncommitted_gc.py --objects 1000000 [--workdir DIR]   (needs duckdb: the bench extra)
 
 Writes a synthetic repository snapshot on ``s3://bench-inventory/repo`` (Parquet tables, no
 object files): a chain of commits, each adding one range, that reference 9/10 of N objects (a
 few of those staged instead of committed); and an S3 Inventory report (``manifest.json``,
 ``manifest.checksum``, Parquet data files) listing N objects: the referenced ones, one range file
-per range under ``_lakefs/``, and unreferenced ones (1% of them younger than --min-age). Then,
-in one process, times:
+per range under ``_lakefs/``, and unreferenced ones (1% of them younger than --min-age). Then
+runs, each as a whole subprocess (interpreter, JVM and dbt start included) on one --state:
 
-1. the clean run: :func:`lakewarden.jobs.gc_uncommitted.mark_uncommitted`, what ``lakewarden gc
-   uncommitted --dry-run --clean --inventory MANIFEST`` runs once the snapshot is loaded
-   (manifest and data-file checks, the dbt models, report, outputs, run history);
-2. DuckDB on the same Parquet files: storage inventory (inside the namespace, not ``_lakefs/``)
-   minus every range entry's and staged entry's address minus objects younger than 24h;
+1. the clean run: ``lakewarden gc uncommitted --snapshot S --inventory MANIFEST --now T --dry-run --clean``;
+2. DuckDB on the same Parquet files, in this process: storage inventory (inside the namespace,
+   not ``_lakefs/``) minus every range entry's and staged entry's address minus objects younger
+   than 24h;
 3. 1% churn two days later (new commits referencing new objects, new abandoned uploads, a new
-   inventory report), then the optimized run (it finds the clean run in the run history), DuckDB
-   again, and a clean run at the same moment.
+   inventory report), then the optimized run (the same command without --clean: it finds the
+   clean run in the run history), DuckDB again, and a clean run at the same moment.
 
-Prints times, the ratios clean/DuckDB (target <= 3x) and optimized/clean (target <= 20%), and
-checks that every run marked what DuckDB counts and the generator expects (exit 1 if not).
-Figures, not a test. Loading a snapshot into the warehouse is printed apart: every job pays it.
+Prints wall times, each run's phases (from its report), the ratios optimized/clean (target <=
+20%) and clean/DuckDB, and checks that every run marked what DuckDB counts and the generator
+expects (exit 1 if not). Figures, not assertions about time.
 """
 
 from __future__ import annotations
@@ -31,8 +29,8 @@ import hashlib
 import json
 import math
 import os
-import resource
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -40,14 +38,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ProcessRun, child_env, lakewarden_command, run_measured  # noqa: E402
 
-from lakewarden.jobs.common import JobContext, new_run_id
-from lakewarden.jobs.gc_uncommitted import JOB, UncommittedGcResult, mark_uncommitted
-from lakewarden.snapshot import LoadedSnapshot, arrow_schemas, load_snapshot
-from lakewarden.spark_session import get_or_create
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from lakewarden.snapshot import arrow_schemas  # noqa: E402
 
 BUCKET = "bench-inventory"
 NAMESPACE = f"s3://{BUCKET}/repo"
@@ -351,24 +349,45 @@ def marked_outside(report: Path, reference: Path) -> int:
     return int(row[0])
 
 
-def timed_mark(spark, state: Path, snapshot: LoadedSnapshot, manifest: Path, now: datetime, *, clean: bool, report: Path) -> tuple[UncommittedGcResult, float]:
-    context = JobContext(job=JOB, run_id=new_run_id(JOB), now=now, dry_run=True, state=state, spark=spark, snapshot=snapshot)
-    started = time.perf_counter()
-    result = mark_uncommitted(context, manifest=str(manifest), min_age=MIN_AGE, clean=clean, report_dir=report)
-    return result, time.perf_counter() - started
+@dataclass(frozen=True)
+class CliRun:
+    """One ``gc uncommitted`` process and its report's summary."""
+
+    process: ProcessRun
+    summary: dict
+
+    @property
+    def seconds(self) -> float:
+        return self.process.seconds
+
+    @property
+    def num_marked(self) -> int:
+        return int(self.summary.get("num_marked") or 0)
+
+    @property
+    def bytes_marked(self) -> int:
+        return int(self.summary.get("bytes_marked") or 0)
 
 
-def _phases(result: UncommittedGcResult, seconds: float) -> str:
-    """Where a run's time went (the runner's phase_seconds; "other": checks, run history)."""
-    phases = dict(result.run.get("phase_seconds") or {})
-    phases["other"] = seconds - sum(phases.values())
+def run_uncommitted(snapshot: Path, manifest: Path, now: datetime, state: Path, report: Path, *, clean: bool) -> CliRun:
+    command = [*lakewarden_command(), "gc", "uncommitted", "--snapshot", str(snapshot), "--inventory", str(manifest),
+               "--now", now.isoformat().replace("+00:00", "Z"), "--min-age", "24h", "--dry-run",
+               "--state", str(state), "--report", str(report)]
+    if clean:
+        command.append("--clean")
+    run = run_measured(command, env=child_env())
+    if run.returncode != 0:
+        tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])
+        raise SystemExit(f"lakewarden gc uncommitted failed (exit {run.returncode}):\n{tail}")
+    return CliRun(run, json.loads((report / "summary.json").read_text()))
+
+
+def _phases(run: CliRun) -> str:
+    """Where a run's time went: the job's phases from its report; the rest of the process's
+    wall time (interpreter, JVM and dbt start, snapshot load, checks) as "process and load"."""
+    phases = dict(run.summary.get("phase_seconds") or {})
+    phases = {"process and load": run.seconds - sum(phases.values()), **phases}
     return "  = " + ", ".join(f"{name.replace('_', ' ')} {value:.1f} s" for name, value in phases.items())
-
-
-def _timed_load(spark, directory: Path) -> tuple[LoadedSnapshot, float]:
-    started = time.perf_counter()
-    snapshot = load_snapshot(spark, directory)
-    return snapshot, time.perf_counter() - started
 
 
 def _check(label: str, runner: int, duck: int, expected: int) -> bool:
@@ -378,7 +397,7 @@ def _check(label: str, runner: int, duck: int, expected: int) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lakewarden.bench.uncommitted_gc", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--objects", type=int, default=1_000_000, help="objects the inventory lists (default 1M); 9/10 are referenced")
     parser.add_argument("--range-entries", type=int, default=20_000, help="entries per range (default 20000): one range per commit")
     parser.add_argument("--workdir", type=Path, help="keep data here (default: a temporary directory, removed afterwards)")
@@ -397,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(objects: int, range_entries: int, workdir: Path) -> int:
+    for stale in ("snapshot-1", "snapshot-2", "inventory", "state", "report-clean", "report-optimized", "report-clean-2"):
+        shutil.rmtree(workdir / stale, ignore_errors=True)  # a kept --workdir: start from nothing
     # -- the repository and the inventory at the clean run ----------------------------------------
     started = time.perf_counter()
     referenced = objects * 9 // 10
@@ -417,21 +438,17 @@ def _run(objects: int, range_entries: int, workdir: Path) -> int:
     listed = referenced + len(commits) + unreferenced
 
     state = workdir / "state"
-    spark = get_or_create(state, app_name="lakewarden-bench")
     print(f"objects in the inventory     {listed:>14,d}   ({referenced:,d} referenced: {staged_count:,d} of them staged; "
           f"{len(commits):,d} range files under _lakefs/; {unreferenced:,d} unreferenced, {young:,d} younger than 24h)")
     print(f"commits / ranges             {len(commits):>14,d}   ({range_entries:,d} entries a range)")
     print(f"generate (not counted)       {generated:>12.1f} s", flush=True)
 
-    snapshot, load1 = _timed_load(spark, snapshot1)
-    clean, clean_seconds = timed_mark(spark, state, snapshot, manifest1, END, clean=True, report=workdir / "report-clean")
+    clean = run_uncommitted(snapshot1, manifest1, END, state, workdir / "report-clean", clean=True)
     duck_count, duck_bytes, duck_seconds = duckdb_marked(snapshot1, inventory, manifest1, END)
-    print(f"load snapshot (ingest)       {load1:>12.1f} s")
-    print(f"clean run (dry run, mark)    {clean_seconds:>12.1f} s   {listed / clean_seconds:>12,.0f} inventory rows/s")
-    print(_phases(clean, clean_seconds))
+    print(f"clean run (whole process)    {clean.seconds:>12.1f} s   peak RSS {clean.process.peak_rss_mb:.0f} MB")
+    print(_phases(clean))
     print(f"DuckDB anti-join             {duck_seconds:>12.1f} s   {listed / duck_seconds:>12,.0f} inventory rows/s")
-    print(f"ratio clean / DuckDB         {clean_seconds / duck_seconds:>12.2f} x  (target <= 3x; with the snapshot load "
-          f"{(clean_seconds + load1) / duck_seconds:.2f} x)")
+    print(f"ratio clean / DuckDB         {clean.seconds / duck_seconds:>12.2f} x", flush=True)
     ok = _check("clean", clean.num_marked, duck_count, len(old_uploads))
     ok &= clean.bytes_marked == duck_bytes
 
@@ -453,32 +470,28 @@ def _run(objects: int, range_entries: int, workdir: Path) -> int:
     print(f"churn: +{churn + len(new_commits):,d} objects ({new_committed:,d} in {len(new_commits)} new commits, "
           f"{churn - new_committed:,d} unreferenced, {len(new_commits)} range files), {churned:.1f} s (not counted)", flush=True)
 
-    snapshot, load2 = _timed_load(spark, snapshot2)
-    optimized, optimized_seconds = timed_mark(spark, state, snapshot, manifest2, now2, clean=False, report=workdir / "report-optimized")
-    run = optimized.run
-    print(f"load snapshot 2 (ingest)     {load2:>12.1f} s")
-    print(f"optimized run ({optimized.run_mode:>9})    {optimized_seconds:>12.1f} s   ({run.get('newly_read_ranges')} of "
-          f"{run.get('listed_ranges')} ranges read, {run.get('from_previous_inventory'):,d} from the previous uncommitted inventory, "
-          f"{run.get('created_since_previous_run'):,d} written since)")
-    print(_phases(optimized, optimized_seconds))
-    print(f"ratio optimized / clean      {optimized_seconds / clean_seconds:>12.1%}   (target <= 20%)")
-    clean2, clean2_seconds = timed_mark(spark, state, snapshot, manifest2, now2, clean=True, report=workdir / "report-clean-2")
+    optimized = run_uncommitted(snapshot2, manifest2, now2, state, workdir / "report-optimized", clean=False)
+    summary = optimized.summary
+    mode = summary.get("run_mode", "?")
+    print(f"optimized run ({mode:>9})    {optimized.seconds:>12.1f} s   peak RSS {optimized.process.peak_rss_mb:.0f} MB; "
+          f"{summary.get('newly_read_ranges')} of {summary.get('listed_ranges')} ranges read, "
+          f"{summary.get('from_previous_inventory') or 0:,d} from the previous uncommitted inventory, "
+          f"{summary.get('created_since_previous_run') or 0:,d} written since")
+    print(_phases(optimized))
+    ratio = optimized.seconds / clean.seconds
+    print(f"ratio optimized / clean      {ratio:>12.1%}   (target <= 20%: {'met' if ratio <= 0.20 else 'NOT met'})", flush=True)
+    clean2 = run_uncommitted(snapshot2, manifest2, now2, state, workdir / "report-clean-2", clean=True)
     duck2_count, duck2_bytes, duck2_seconds = duckdb_marked(snapshot2, inventory, manifest2, now2)
-    print(f"clean run, same moment       {clean2_seconds:>12.1f} s   (optimized / this: {optimized_seconds / clean2_seconds:.1%})")
-    print(_phases(clean2, clean2_seconds))
-    print(f"DuckDB anti-join, churned    {duck2_seconds:>12.1f} s   (clean / DuckDB: {clean2_seconds / duck2_seconds:.2f} x)")
+    print(f"clean run, same moment       {clean2.seconds:>12.1f} s   (optimized / this: {optimized.seconds / clean2.seconds:.1%})")
+    print(_phases(clean2))
+    print(f"DuckDB anti-join, churned    {duck2_seconds:>12.1f} s   (clean / DuckDB: {clean2.seconds / duck2_seconds:.2f} x)")
     ok &= _check("optimized", optimized.num_marked, duck2_count, expected2)
     ok &= _check("clean", clean2.num_marked, duck2_count, expected2)
     ok &= optimized.bytes_marked == clean2.bytes_marked == duck2_bytes
-    outside = marked_outside(optimized.report.directory, clean2.report.directory)
-    ok &= outside == 0 and optimized.run_mode == "optimized"
+    outside = marked_outside(workdir / "report-optimized", workdir / "report-clean-2")
+    ok &= outside == 0 and mode == "optimized"
     print(f"  optimized marks outside the clean run's: {outside}  {'OK' if outside == 0 else 'NOT A SUBSET'}")
-
-    python_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    runtime = spark.sparkContext._jvm.java.lang.Runtime.getRuntime()  # noqa: SLF001 - measurement only
-    print(f"driver: python peak RSS {python_peak_mb:.0f} MB, JVM heap in use {(runtime.totalMemory() - runtime.freeMemory()) / 2**20:.0f} MB")
     print("results: " + ("OK" if ok else "MISMATCH (see above)"))
-    spark.stop()
     return 0 if ok else 1
 
 

@@ -1,0 +1,160 @@
+"""Benchmark: ``lakewarden gc committed --dry-run`` end to end vs. the plain PySpark process.
+
+    python benchmarks/committed_gc.py --entries 1000000,8450000 [--repeat 3] [--workdir DIR]
+
+For each N in --entries: generate (or reuse, cached in the workdir by its parameters) the
+benchmark repository (``common.bench_sample``: 90 days, Parquet, slots 64, seed 1), then run,
+each as a whole subprocess (interpreter and JVM start included, as a user pays them):
+
+(a) the baseline, ``benchmarks/plain_pyspark_committed_gc.py`` (one PySpark process doing the
+    same address work; issue 13);
+(b) ``lakewarden gc committed --snapshot S --rules R --now T --dry-run --state FRESH --report D``
+
+with the same rules (default 7 days, main 30 days) and clock (the sample's end + 1 day). Each run
+is timed (wall clock) and the peak RSS of its whole process tree (Python + JVM) is sampled from
+/proc every 0.2 s. Prints, per N: wall times (median of --repeat), the ratio (target <= 1.5x),
+both marked counts (they must be equal: MISMATCH otherwise, exit 1), peak RSS of each; and for
+several N the RSS growth against the smallest N (target <= 1.5x from 1M to 10M). Figures, not
+assertions about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ProcessRun, bench_sample, child_env, lakewarden_command, median, run_measured, sample_dir  # noqa: E402
+
+BASELINE = Path(__file__).resolve().parent / "plain_pyspark_committed_gc.py"
+RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 30}]}
+TARGET_RATIO = 1.5
+TARGET_RSS_GROWTH = 1.5
+
+
+def _entries(text: str) -> list[int]:
+    try:
+        values = [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--entries: {text!r} is not a comma-separated list of integers") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"--entries: {text!r} needs positive integers")
+    return values
+
+
+def _fail(label: str, run: ProcessRun) -> None:
+    tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])
+    raise SystemExit(f"{label} failed (exit {run.returncode}) after {run.seconds:.1f} s:\n{tail}")
+
+
+def run_baseline(snapshot: Path, now: str) -> tuple[ProcessRun, int]:
+    command = [sys.executable, str(BASELINE), "--snapshot", str(snapshot), "--now", now,
+               "--default-days", str(RULES["default_retention_days"])]
+    run = run_measured(command, env=child_env())
+    if run.returncode != 0:
+        _fail("baseline", run)
+    found = re.search(r"^marked (\d+)$", run.stdout, re.MULTILINE)
+    if not found:
+        _fail("baseline (no 'marked N' line)", run)
+    return run, int(found.group(1))  # type: ignore[union-attr]
+
+
+def run_lakewarden(snapshot: Path, rules: Path, now: str, scratch: Path) -> tuple[ProcessRun, int]:
+    """One ``gc committed --dry-run`` with a fresh state directory (no warehouse, no history)."""
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir(parents=True)
+    command = [*lakewarden_command(), "gc", "committed", "--snapshot", str(snapshot), "--rules", str(rules),
+               "--now", now, "--dry-run", "--state", str(scratch / "state"), "--report", str(scratch / "report")]
+    run = run_measured(command, env=child_env())
+    if run.returncode != 0:
+        _fail("lakewarden gc committed", run)
+    marked = int(json.loads((scratch / "report" / "summary.json").read_text())["num_marked"])
+    shutil.rmtree(scratch / "state", ignore_errors=True)
+    return run, marked
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entries", type=_entries, default=[1_000_000],
+                        help="range entries to generate, comma-separated for several sizes (default 1000000)")
+    parser.add_argument("--slots", type=int, default=64, help="ranges per metarange (default 64)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each side per size; the median is printed")
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lakewarden-bench",
+                        help="samples are cached here by their parameters (default: $TMPDIR/lakewarden-bench)")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    workdir = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    rules = workdir / "committed-gc-rules.json"
+    rules.write_text(json.dumps(RULES) + "\n")
+
+    rows = []
+    ok = True
+    for entries in args.entries:
+        started = time.perf_counter()
+        sample = bench_sample(sample_dir(workdir, entries=entries, slots=args.slots, seed=args.seed),
+                              entries=entries, slots=args.slots, seed=args.seed)
+        prepared = time.perf_counter() - started
+        now = (sample.end + timedelta(days=1)).isoformat().replace("+00:00", "Z")
+        print(f"== {entries:,d} entries: {sample.range_rows:,d} range rows, {sample.commit_count:,d} commits "
+              f"(sample ready in {prepared:.1f} s, not counted); --now {now}", flush=True)
+        base_runs, lake_runs, base_marks, lake_marks = [], [], set(), set()
+        for attempt in range(1, args.repeat + 1):
+            run, marked = run_baseline(sample.snapshot_dir, now)
+            base_runs.append(run)
+            base_marks.add(marked)
+            print(f"  run {attempt}: baseline   {run.seconds:8.1f} s  peak RSS {run.peak_rss_mb:7.0f} MB  marked {marked:,d}", flush=True)
+            run, marked = run_lakewarden(sample.snapshot_dir, rules, now, workdir / "committed-gc-run")
+            lake_runs.append(run)
+            lake_marks.add(marked)
+            print(f"  run {attempt}: lakewarden {run.seconds:8.1f} s  peak RSS {run.peak_rss_mb:7.0f} MB  marked {marked:,d}", flush=True)
+        base_s = median([r.seconds for r in base_runs])
+        lake_s = median([r.seconds for r in lake_runs])
+        base_rss = max(r.peak_rss_mb for r in base_runs)
+        lake_rss = max(r.peak_rss_mb for r in lake_runs)
+        same = len(base_marks) == 1 and base_marks == lake_marks
+        ok &= same
+        ratio = lake_s / base_s
+        print(f"  entries (range rows)       {sample.range_rows:>14,d}")
+        print(f"  plain PySpark baseline     {base_s:>12.1f} s   peak RSS {base_rss:>7.0f} MB")
+        print(f"  lakewarden gc committed    {lake_s:>12.1f} s   peak RSS {lake_rss:>7.0f} MB")
+        print(f"  ratio lakewarden/baseline  {ratio:>12.2f} x  (target <= {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'})")
+        if same:
+            print(f"  marked                     {next(iter(lake_marks)):>14,d}   (equal: OK)")
+        else:
+            print(f"  !!! MISMATCH: marked by baseline {sorted(base_marks)} vs lakewarden {sorted(lake_marks)} !!!")
+        rows.append((entries, sample.range_rows, base_s, lake_s, ratio, base_rss, lake_rss, same))
+
+    print()
+    print("summary (wall times: median of %d; RSS: peak of the process tree, JVM included)" % args.repeat)
+    print(f"{'entries':>12} {'baseline s':>11} {'lakewarden s':>13} {'ratio':>7} {'base RSS MB':>12} {'lw RSS MB':>10} "
+          f"{'lw RSS vs smallest':>19} {'marked':>9}")
+    smallest = min(rows, key=lambda r: r[0])
+    for entries, _, base_s, lake_s, ratio, base_rss, lake_rss, same in rows:
+        growth = lake_rss / smallest[6]
+        print(f"{entries:>12,d} {base_s:>11.1f} {lake_s:>13.1f} {ratio:>6.2f}x {base_rss:>12.0f} {lake_rss:>10.0f} "
+              f"{growth:>18.2f}x {'equal' if same else 'MISMATCH':>9}")
+    if len(rows) > 1:
+        largest = max(rows, key=lambda r: r[0])
+        growth = largest[6] / smallest[6]
+        print(f"lakewarden peak RSS {largest[0]:,d} vs {smallest[0]:,d} entries: {growth:.2f}x "
+              f"(target <= {TARGET_RSS_GROWTH}x from 1M to 10M: {'met' if growth <= TARGET_RSS_GROWTH else 'NOT met'}); "
+              f"baseline {largest[5] / smallest[5]:.2f}x")
+    if not ok:
+        print("!!! MISMATCH: marked counts differ (see above) !!!")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

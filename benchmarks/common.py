@@ -1,0 +1,173 @@
+"""What the benchmarks share: one generated repository shape (cached by its parameters, so a
+re-run measures instead of regenerating), the subprocess runner that times a whole process
+and samples the peak RSS of its process tree (the JVM included), and the import path set-up
+that lets ``python benchmarks/<name>.py`` run from a checkout without installing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON_DIR = ROOT / "python"
+if str(PYTHON_DIR) not in sys.path and (PYTHON_DIR / "lakewarden").is_dir():
+    sys.path.insert(0, str(PYTHON_DIR))  # a checkout: import its lakewarden, not an older install
+
+from lakewarden.sample import SampleConfig, SampleRepository, generate  # noqa: E402
+
+CACHE_FILE = "bench-sample.json"  # written last: its presence means the sample is complete
+
+
+def bench_sample(directory: Path, *, entries: int, slots: int, seed: int) -> SampleRepository:
+    """A 90-day sample repository of about ``entries`` range rows, as Parquet, without object files.
+
+    Generating 8M entries takes minutes, so the result is kept: when ``directory`` already
+    holds a complete sample made with the same parameters (and the same generator shape), it
+    is returned as is; otherwise the directory is cleared and generated again."""
+    directory = Path(directory).resolve()
+    config = SampleConfig(
+        seed=seed, entries=entries, slots=slots, days=90, feature_branches=12,
+        slots_per_commit=3, write_objects=False, table_format="parquet",
+    )
+    key = {name: str(value) for name, value in asdict(config).items()}
+    marker = directory / CACHE_FILE
+    if marker.is_file():
+        cached = json.loads(marker.read_text())
+        if cached.get("config") == key:
+            return _sample_from_json(cached["sample"])
+    if directory.exists():
+        shutil.rmtree(directory)
+    sample = generate(directory, config)
+    marker.write_text(json.dumps({"config": key, "sample": _sample_to_json(sample)}, indent=1) + "\n")
+    return sample
+
+
+def sample_dir(workdir: Path, *, entries: int, slots: int, seed: int) -> Path:
+    """Where a benchmark keeps the sample of these parameters inside its workdir."""
+    return Path(workdir) / f"sample-{entries}-slots{slots}-seed{seed}"
+
+
+def _sample_to_json(sample: SampleRepository) -> dict:
+    out = {}
+    for field in fields(SampleRepository):
+        value = getattr(sample, field.name)
+        out[field.name] = value.isoformat() if isinstance(value, datetime) else str(value) if isinstance(value, Path) else value
+    return out
+
+
+def _sample_from_json(data: dict) -> SampleRepository:
+    values = dict(data)
+    for name in ("snapshot_dir", "namespace_path", "external_path"):
+        values[name] = Path(values[name])
+    values["end"] = datetime.fromisoformat(values["end"])
+    return SampleRepository(**values)
+
+
+# -- whole-process measurements ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProcessRun:
+    """One child process, measured from outside: wall time, peak RSS of its process tree."""
+
+    returncode: int
+    seconds: float
+    peak_rss_mb: float
+    stdout: str
+    stderr: str
+
+
+def _children() -> dict[int, list[int]]:
+    """parent pid -> child pids, from /proc (Linux)."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue  # the process ended meanwhile
+        # the command name (field 2) may hold spaces and parentheses: parse after the last ')'
+        parent = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        tree.setdefault(parent, []).append(int(entry.name))
+    return tree
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass  # ended meanwhile
+    return 0
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and all its descendants (the JVM a PySpark driver starts
+    is a child of the Python process), in MB."""
+    tree = _children()
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        total += _rss_kb(current)
+        stack.extend(tree.get(current, ()))
+    return total / 1024
+
+
+def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, interval: float = 0.2) -> ProcessRun:
+    """Run ``command`` to completion; time it (wall clock, interpreter and JVM start included)
+    and poll the RSS of its whole process tree every ``interval`` seconds for the peak."""
+    environment = dict(os.environ if env is None else env)
+    started = time.perf_counter()
+    with subprocess.Popen(
+        list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, text=True
+    ) as process:
+        out: list[str] = []
+        err: list[str] = []
+        readers = [
+            threading.Thread(target=lambda: out.append(process.stdout.read()), daemon=True),  # type: ignore[union-attr]
+            threading.Thread(target=lambda: err.append(process.stderr.read()), daemon=True),  # type: ignore[union-attr]
+        ]
+        for reader in readers:
+            reader.start()
+        peak = 0.0
+        while process.poll() is None:
+            peak = max(peak, tree_rss_mb(process.pid))
+            time.sleep(interval)
+        seconds = time.perf_counter() - started
+        for reader in readers:
+            reader.join()
+    return ProcessRun(process.returncode, seconds, peak, "".join(out), "".join(err))
+
+
+def child_env() -> dict[str, str]:
+    """The environment for child processes: this checkout's ``python/`` first on PYTHONPATH,
+    so a ``lakewarden`` console script and ``python benchmarks/...`` import the same code."""
+    env = dict(os.environ)
+    if (PYTHON_DIR / "lakewarden").is_dir():
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PYTHON_DIR), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def lakewarden_command() -> list[str]:
+    """How to start the CLI: the console script beside this interpreter, else ``-m lakewarden``."""
+    script = Path(sys.executable).with_name("lakewarden")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "lakewarden"]
+
+
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

@@ -1,0 +1,170 @@
+"""Benchmark: ``lakewarden lifecycle`` full run vs. an incremental run after +1% commits.
+
+    python benchmarks/lifecycle.py --entries 1000000 [--growth 0.01] [--workdir DIR]
+
+Takes the benchmark repository (``common.bench_sample``, cached in the workdir) and copies its
+snapshot (the cached sample is never modified), then runs the CLI, each run a whole subprocess
+(interpreter, JVM and dbt start included, as a user pays them), on one --state directory:
+
+1. ``lakewarden lifecycle --snapshot S --policy P --now T`` (no --dry-run: it marks and sweeps;
+   the sample has no object files, and a missing file counts as deleted, so this is "the last
+   run that deleted" an incremental run starts from);
+2. append 1% more commits on main (each adding a new range of fresh entries; ``ranges`` becomes a
+   folder, as CONTRACT section 2 allows) and move the clock a day;
+3. the same command again: the incremental run.
+
+Prints both wall times, what each run read (from its report), and the ratio incremental / full
+(target <= 10%). The fixed cost of a process (JVM start, dbt parse) is in both figures, since
+a user pays it; each run's own elapsed time from its report is printed beside it. Figures, not
+assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ProcessRun, bench_sample, child_env, lakewarden_command, run_measured, sample_dir  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from lakewarden.sample import TABLE_NAMES  # noqa: E402
+from lakewarden.snapshot import arrow_schemas  # noqa: E402
+
+POLICY = {
+    "events": {"prefix": "events/", "days": 5, "branch_days": {"main": 3}},
+    "logs": {"prefix": "logs/", "days": 2},
+    "raw": {"prefix": "raw/", "days": 10},
+}
+TARGET = 0.10
+
+
+def append_commits(snapshot_dir: Path, count: int, entries: int, start: datetime, span: timedelta) -> None:
+    """Add ``count`` commits on main, each listing main's ranges plus a new range of fresh entries
+    (``entries`` in all), dated from ``start`` over ``span``. The ranges table becomes a folder
+    (the original file plus one new part), as CONTRACT section 2 allows."""
+    schemas = arrow_schemas()
+    commits = pq.read_table(snapshot_dir / "commits.parquet").to_pylist()
+    branches = pq.read_table(snapshot_dir / "branches.parquet").to_pylist()
+    metaranges = pq.read_table(snapshot_dir / "metaranges.parquet").to_pylist()
+    main = next(b for b in branches if b["branch_id"] == "main")
+    head = next(c for c in commits if c["commit_id"] == main["commit_id"])
+    ranges = [m["range_id"] for m in metaranges if m["meta_range_id"] == head["meta_range_id"]]
+    per_commit = max(1, entries // count)
+    new_entries: dict[str, list] = {name: [] for name in schemas["ranges"].names}
+    for number in range(count):
+        moment = start + span * (number / count)
+        range_id, meta_range_id, commit_id = (f"bench-{kind}-{number:06d}" for kind in ("range", "metarange", "commit"))
+        for index in range(per_commit):
+            key = f"{TABLE_NAMES[index % len(TABLE_NAMES)]}/appended/c{number:06d}/part-{index:07d}.parquet"
+            for column, value in zip(
+                schemas["ranges"].names,
+                (range_id, key, f"data/appended/{number:06d}/obj-{index:07d}", "RELATIVE", moment, 32, f"etag-{number}-{index}"),
+            ):
+                new_entries[column].append(value)
+        ranges = [*ranges, range_id]
+        metaranges += [{"meta_range_id": meta_range_id, "range_id": r} for r in ranges]
+        commits.append(
+            {"commit_id": commit_id, "parents": [main["commit_id"]], "creation_date": moment, "meta_range_id": meta_range_id,
+             "committer": "bench", "message": f"appended {number}", "version": 1}
+        )
+        main["commit_id"] = commit_id
+    pq.write_table(pa.Table.from_pylist(commits, schema=schemas["commits"]), snapshot_dir / "commits.parquet")
+    pq.write_table(pa.Table.from_pylist(branches, schema=schemas["branches"]), snapshot_dir / "branches.parquet")
+    pq.write_table(pa.Table.from_pylist(metaranges, schema=schemas["metaranges"]), snapshot_dir / "metaranges.parquet")
+    folder = snapshot_dir / "ranges.parquet"
+    if folder.is_file():
+        original = snapshot_dir / "ranges-original.parquet"
+        folder.rename(original)
+        folder.mkdir()
+        original.rename(folder / "part-00000.parquet")
+    pq.write_table(pa.table(new_entries, schema=schemas["ranges"]), folder / f"part-appended-{len(list(folder.iterdir())):05d}.parquet")
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def run_lifecycle(snapshot: Path, policy: Path, now: datetime, state: Path, report: Path) -> tuple[ProcessRun, dict]:
+    command = [*lakewarden_command(), "lifecycle", "--snapshot", str(snapshot), "--policy", str(policy),
+               "--now", _rfc3339(now), "--state", str(state), "--report", str(report)]
+    run = run_measured(command, env=child_env())
+    if run.returncode != 0:
+        tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])
+        raise SystemExit(f"lakewarden lifecycle failed (exit {run.returncode}):\n{tail}")
+    return run, json.loads((report / "summary.json").read_text())
+
+
+def _elapsed(summary: dict) -> str:
+    try:
+        started = datetime.fromisoformat(summary["started_at"].replace("Z", "+00:00"))
+        finished = datetime.fromisoformat(summary["finished_at"].replace("Z", "+00:00"))
+    except (KeyError, TypeError, ValueError):
+        return "?"
+    return f"{(finished - started).total_seconds():.1f} s"
+
+
+def _read(summary: dict) -> str:
+    def n(name: str) -> str:
+        value = summary.get(name)
+        return f"{value:,}" if isinstance(value, int) else "?"
+
+    return (f"read {n('potential_commits')} of {n('commits')} commits, {n('potential_ranges')} of {n('ranges')} ranges; "
+            f"{n('num_marked')} marked; report's own elapsed {_elapsed(summary)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entries", type=int, default=1_000_000, help="range entries to generate (default 1M)")
+    parser.add_argument("--slots", type=int, default=64, help="ranges per metarange (default 64)")
+    parser.add_argument("--growth", type=float, default=0.01, help="commits added before the incremental run (default 0.01 = 1%%)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lakewarden-bench",
+                        help="samples are cached here by their parameters (default: $TMPDIR/lakewarden-bench)")
+    args = parser.parse_args(argv)
+    workdir = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    started = time.perf_counter()
+    sample = bench_sample(sample_dir(workdir, entries=args.entries, slots=args.slots, seed=args.seed),
+                          entries=args.entries, slots=args.slots, seed=args.seed)
+    prepared = time.perf_counter() - started
+    run_dir = workdir / "lifecycle-run"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    snapshot = run_dir / "snapshot"
+    shutil.copytree(sample.snapshot_dir, snapshot)  # a copy: appending must not touch the cached sample
+    policy = run_dir / "policy.json"
+    policy.write_text(json.dumps(POLICY, indent=1) + "\n")
+    state = run_dir / "state"
+    rows = sample.range_rows
+    print(f"entries (range rows)     {rows:>14,d}   (sample ready in {prepared:.1f} s, not counted)", flush=True)
+
+    first_now = sample.end + timedelta(hours=1)
+    full, full_summary = run_lifecycle(snapshot, policy, first_now, state, run_dir / "report-full")
+    print(f"full run                 {full.seconds:>12.1f} s   peak RSS {full.peak_rss_mb:.0f} MB; {_read(full_summary)}", flush=True)
+
+    added = max(1, math.ceil(sample.commit_count * args.growth))
+    appended_entries = max(added, int(rows * args.growth))
+    append_commits(snapshot, added, appended_entries, first_now, timedelta(hours=20))
+    incremental, inc_summary = run_lifecycle(snapshot, policy, first_now + timedelta(days=1), state, run_dir / "report-incremental")
+
+    ratio = incremental.seconds / full.seconds
+    print(f"commits                  {sample.commit_count:>14,d} (+{added} appended, {appended_entries:,} entries)")
+    print(f"incremental run          {incremental.seconds:>12.1f} s   peak RSS {incremental.peak_rss_mb:.0f} MB; {_read(inc_summary)}")
+    print(f"ratio incremental / full {ratio:>12.1%}   (target <= {TARGET:.0%}: {'met' if ratio <= TARGET else 'NOT met'})")
+    shutil.rmtree(state, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,1 +1,0 @@
-"""Benchmarks: runnable modules that print figures (not tests)."""

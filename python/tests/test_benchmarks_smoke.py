@@ -1,0 +1,75 @@
+"""The benchmark harness works, and its baseline is a correct reference.
+
+``benchmarks/plain_pyspark_committed_gc.py`` is written apart from lakewarden's code; if it
+marked a different set than ``lakewarden gc committed``, every ratio the committed-GC benchmark
+prints would compare unequal work. So on a small generated sample both run, through the
+harness's own measuring runner, and must mark the same number of addresses (and not none).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str) -> ModuleType:
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_sample_is_cached_by_its_parameters(tmp_path: Path) -> None:
+    common = _load("common")
+    first = common.bench_sample(tmp_path / "s", entries=2_000, slots=16, seed=3)
+    commits = first.snapshot_dir / "commits.parquet"
+    written = commits.stat().st_mtime_ns
+    again = common.bench_sample(tmp_path / "s", entries=2_000, slots=16, seed=3)
+    assert again == first
+    assert commits.stat().st_mtime_ns == written  # reused, not generated again
+    other = common.bench_sample(tmp_path / "s", entries=2_000, slots=16, seed=4)
+    assert other.range_rows > 0 and other != first  # other parameters: generated afresh
+    assert json.loads((tmp_path / "s" / common.CACHE_FILE).read_text())["config"]["seed"] == "4"
+
+
+def test_tree_rss_counts_a_process_and_its_children() -> None:
+    common = _load("common")
+    run = common.run_measured(
+        [sys.executable, "-c",
+         "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; b = bytes(1) * (200 * 2**20); time.sleep(1.5)'])"],
+        interval=0.1,
+    )
+    assert run.returncode == 0
+    assert run.peak_rss_mb >= 200  # the grandchild's 200 MB are counted
+    assert run.seconds >= 1.5
+
+
+@pytest.mark.spark
+def test_plain_pyspark_baseline_marks_what_lakewarden_marks(tmp_path: Path) -> None:
+    committed_gc = _load("committed_gc")
+    sample = committed_gc.bench_sample(tmp_path / "sample", entries=3_000, slots=64, seed=1)
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(committed_gc.RULES))
+    now = (sample.end + timedelta(days=1)).isoformat().replace("+00:00", "Z")
+    with ThreadPoolExecutor(max_workers=2) as pool:  # side by side: the test pays one JVM start, not two
+        baseline = pool.submit(committed_gc.run_baseline, sample.snapshot_dir, now)
+        lakewarden = pool.submit(committed_gc.run_lakewarden, sample.snapshot_dir, rules, now, tmp_path / "run")
+        (base_run, base_marked), (lake_run, lake_marked) = baseline.result(), lakewarden.result()
+    assert lake_marked > 0  # the sample expires commits: an empty answer would compare nothing
+    assert base_marked == lake_marked
+    summary = json.loads((tmp_path / "run" / "report" / "summary.json").read_text())
+    assert f"active commits {summary['active_commits']} of {summary['commits']}" in base_run.stdout
+    assert base_run.peak_rss_mb > 0 and lake_run.peak_rss_mb > 0
