@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from lakewarden.errors import error_line
+from lakewarden.progress import human_bytes
 
 log = logging.getLogger(__name__)
 
@@ -326,14 +327,6 @@ def _short(text: str, width: int) -> str:
 # page
 
 
-def _human(size: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(size) < 1000 or unit == "TB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{size:.1f} PB"
-
-
 def _table(headers: list[str], rows: list[list[Any]], css: str = "") -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
@@ -342,7 +335,7 @@ def _table(headers: list[str], rows: list[list[Any]], css: str = "") -> str:
 
 def _groups_table(groups: dict[str, Group], label: str) -> str:
     items = sorted(groups.items(), key=lambda item: (-item[1].bytes, item[0]))
-    return _table([label, "objects", "bytes"], [[name, f"{g.objects:,}", _human(g.bytes)] for name, g in items])
+    return _table([label, "objects", "bytes"], [[name, f"{g.objects:,}", human_bytes(g.bytes)] for name, g in items])
 
 
 SUMMARY_FIELDS = (
@@ -377,7 +370,7 @@ def render(directory: Path, summary: dict[str, Any], state: Path | None) -> str:
     ok = summary.get("success") is True
     state_text = str(summary.get("status") or ("succeeded" if ok else "not finished"))
     if summary.get("dry_run") and ok and not statuses:
-        verdict = f"Dry run: {marked.total.objects:,} objects ({_human(marked.total.bytes)}) would be deleted by a sweep."
+        verdict = f"Dry run: {marked.total.objects:,} objects ({human_bytes(marked.total.bytes)}) would be deleted by a sweep."
     else:
         verdict = f"Status: {state_text}; {summary.get('num_deleted') or 0:,} deleted, {summary.get('num_failed') or 0:,} failed."
     if summary.get("error"):
@@ -428,7 +421,7 @@ def render(directory: Path, summary: dict[str, Any], state: Path | None) -> str:
         parts.append(
             _table(
                 ["address", "path", "size", "why marked"],
-                [[e["address"], e["path"], _human(int(e["size"])), e["reason"]] for _, _, e in marked.largest],
+                [[e["address"], e["path"], human_bytes(int(e["size"])), e["reason"]] for _, _, e in marked.largest],
                 "largest",
             )
         )
@@ -439,7 +432,7 @@ def render(directory: Path, summary: dict[str, Any], state: Path | None) -> str:
     parts.append(
         _table(
             ["run", "clock (--now)", "marked", "bytes", "status"],
-            [[r.get("run_id"), r.get("now"), f"{r.get('num_marked') or 0:,}", _human(r.get("bytes_marked") or 0), r.get("status")] for r in runs],
+            [[r.get("run_id"), r.get("now"), f"{r.get('num_marked') or 0:,}", human_bytes(r.get("bytes_marked") or 0), r.get("status")] for r in runs],
         )
     )
     if state is None:

@@ -1,17 +1,24 @@
 """``lakewarden demo``: a sample repository on local disk, every job as a dry run then a sweep,
-and a plain account of what was kept, what was deleted and why."""
+told as a tour: one short table per job (kept / marked / deleted, with reasons), then the path
+of each job's report.html. The jobs' own output lines are kept out of the tour (``-v`` shows
+them); progress goes to stderr."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import io
 import json
+import logging
 import shutil
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 from lakewarden.jobs.common import rfc3339
+from lakewarden.progress import human_bytes
+from lakewarden.report_html import REPORT_HTML, aggregate_marked, sweep_outcomes, write_report_html
 from lakewarden.sample import SampleConfig, generate
 from lakewarden.spark_session import state_dir
 
@@ -39,122 +46,121 @@ def _count_files(root: Path) -> int:
     return sum(1 for p in root.rglob("*") if p.is_file() and "_lakefs" not in p.relative_to(root).parts)
 
 
-def run(args: argparse.Namespace) -> int:
+def _quietly(command: list[str], *, verbose: bool) -> int:
+    """Run one lakewarden command in this process; its own stdout (per-job result lines, the
+    sweep's JSON) is the tour's raw material, shown only with -v."""
     from lakewarden.cli import main as cli
 
+    if verbose:
+        return cli(command)
+    with contextlib.redirect_stdout(io.StringIO()):
+        return cli(command)
+
+
+def run(args: argparse.Namespace) -> int:
     state = state_dir(args.state)
+    verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
     workdir = state / "demo"
     if workdir.exists():
         shutil.rmtree(workdir)
     sample = generate(workdir, SampleConfig(seed=args.seed, entries=args.entries))
     rules_path = workdir / "gc_rules.json"
     rules_path.write_text(json.dumps(DEMO_RULES, indent=2) + "\n")
+    policy_path = workdir / "lifecycle_policy.json"
+    policy_path.write_text(json.dumps(DEMO_POLICY, indent=2) + "\n")
     now = sample.end + timedelta(days=1)
     before = _count_files(sample.namespace_path)
     print(
-        f"\n== sample repository '{sample.snapshot_dir.parent.name}' in {workdir}\n"
-        f"   {sample.commit_count} commits, {sample.range_rows} range entries, branches {', '.join(sample.branches)}; "
+        f"lakewarden demo: a sample lakeFS repository in {workdir}\n"
+        f"  {sample.commit_count} commits, {sample.range_rows} range entries, branches {', '.join(sample.branches)}; "
         f"deleted branches (their commits dangle): {', '.join(sample.deleted_branches) or 'none'}\n"
-        f"   {before} objects under {sample.storage_namespace}\n"
-        f"   committed GC rules: {json.dumps(DEMO_RULES)}; clock --now {rfc3339(now)}\n"
+        f"  {before} objects in {sample.storage_namespace}; the clock (--now) is {rfc3339(now)}\n"
+        f"  each job runs as a dry run (mark, report), then a sweep deletes what it marked"
     )
-
-    policy_path = workdir / "lifecycle_policy.json"
-    policy_path.write_text(json.dumps(DEMO_POLICY, indent=2) + "\n")
     snapshot = ["--snapshot", str(sample.snapshot_dir), "--now", rfc3339(now), "--state", str(state)]
     jobs = (
-        (
-            "gc-committed",
-            "committed retention GC",
-            ["gc", "committed", *snapshot, "--rules", str(rules_path)],
-            _explain_committed,
-            "Kept: everything an active commit (branch HEADs, commits inside each branch's retention, the commit "
-            "that was HEAD at the threshold, dangling commits inside the default retention, tagged commits), a "
-            "staged entry or a FULL address outside the namespace references, and _lakefs/.",
-        ),
-        (
-            "gc-uncommitted",
-            "uncommitted GC",
-            ["gc", "uncommitted", *snapshot, "--min-age", "24h"],
-            _explain_uncommitted,
-            "Kept: every object a commit (from genesis) or a staged entry references, objects younger than "
-            "--min-age (uploads that may still be committed), and _lakefs/.",
-        ),
-        (
-            "lifecycle",
-            f"lifecycle policy {json.dumps(DEMO_POLICY)}",
-            ["lifecycle", *snapshot, "--policy", str(policy_path)],
-            _explain_lifecycle,
-            "Kept: paths no rule covers, objects younger than their rule's days on some branch that shows them, "
-            "objects another surviving path or a staged entry shares, and _lakefs/.",
-        ),
+        ("gc-committed", f"committed retention GC, rules {json.dumps(DEMO_RULES)}", ["gc", "committed", *snapshot, "--rules", str(rules_path)], _kept_committed),
+        ("gc-uncommitted", "uncommitted GC, --min-age 24h", ["gc", "uncommitted", *snapshot, "--min-age", "24h"], _kept_uncommitted),
+        ("lifecycle", f"lifecycle policy {json.dumps(DEMO_POLICY)}", ["lifecycle", *snapshot, "--policy", str(policy_path)], _kept_lifecycle),
     )
-    code = 0
-    for slug, name, command, explain, kept in jobs:
+    pages: list[Path] = []
+    for slug, title, command, kept_reasons in jobs:
         report = workdir / "reports" / slug
-        files_before = _count_files(sample.namespace_path)
-        print(f"\n== {name}: dry run (mark)")
-        code = cli([*command, "--dry-run", "--report", str(report)])
+        code = _quietly([*command, "--dry-run", "--report", str(report)], verbose=verbose)
         if code != 0:
+            print(f"  {slug}: the dry run failed (exit {code}); see {report / 'summary.json'}")
             return code
-        explain(report)
-        print(f"\n== {name}: sweep (delete what the dry run marked)")
-        code = cli(["sweep", "--report", str(report), "--state", str(state)])
-        summary = json.loads((report / "summary.json").read_text())
-        print(
-            f"   {files_before} objects before, {_count_files(sample.namespace_path)} after: deleted "
-            f"{summary.get('num_deleted')}, failed {summary.get('num_failed')}.\n   {kept}\n   Report: {report}"
-        )
+        code = _quietly(["sweep", "--report", str(report), "--state", str(state)], verbose=verbose)
+        remaining = _count_files(sample.namespace_path)
+        print(f"\n{title}")
+        print(_table(_rows(report, remaining, kept_reasons(report))))
+        write_report_html(report, state)  # the page as the sweep left it (no-op if already current)
+        pages.append(report / REPORT_HTML)
         if code != 0:
+            print(f"  the sweep of {report} did not finish (exit {code}); its report says why")
             return code
-    print(f"\n== result: {before} objects before the jobs, {_count_files(sample.namespace_path)} after. Reports: {workdir / 'reports'}")
-    return code
+    after = _count_files(sample.namespace_path)
+    print(f"\n{before} objects before the jobs, {after} after. Why one object was kept or deleted: "
+          f"lakewarden explain --report {pages[0].parent} ADDRESS_OR_PATH")
+    print("reports:")
+    for page in pages:
+        print(f"  {page}")
+    return 0
 
 
-def _explain_committed(report: Path) -> None:
+def _rows(report: Path, remaining: int, kept: list[str]) -> list[tuple[str, str, str, str]]:
+    """kept / marked / deleted (/ failed) rows: objects, bytes, why."""
     summary = json.loads((report / "summary.json").read_text())
-    print(
-        f"   {summary['commits']} commits: {summary['active_commits']} active, {summary['expired_commits']} expired; "
-        f"{summary['num_marked']} objects marked ({summary['bytes_marked']} bytes)"
-    )
+    marked = aggregate_marked(report, summary)
+    statuses, failures, _ = sweep_outcomes(report)
+    reasons = sorted(marked.by_reason.items(), key=lambda item: -item[1].objects)
+    marked_why = "; ".join(f"{name} ({group.objects})" if len(reasons) > 1 else name for name, group in reasons) or "nothing qualifies"
+    rows = [
+        ("kept", f"{remaining:,}", "", "; ".join(kept)),
+        ("marked", f"{marked.total.objects:,}", human_bytes(marked.total.bytes), marked_why),
+        ("deleted", f"{statuses.get('deleted', 0):,}", "", "the sweep deleted what the dry run marked"),
+    ]
+    if failures:
+        rows.append(("failed", f"{sum(failures.values()):,}", "", "; ".join(f"{r} ({n})" for r, n in failures.most_common(3))))
+    return rows
+
+
+def _table(rows: list[tuple[str, str, str, str]]) -> str:
+    width = max(len(row[1]) for row in rows)
+    lines = [f"  {'':8} {'objects':>{max(width, 7)}} {'bytes':>9}  why"]
+    for what, count, size, why in rows:
+        lines.append(f"  {what:8} {count:>{max(width, 7)}} {size:>9}  {why}")
+    return "\n".join(lines)
+
+
+def _kept_committed(report: Path) -> list[str]:
     with open(report / "commits.csv", newline="", encoding="utf-8") as handle:
         reasons = Counter(
-            row["reason"].split(" (")[0].replace("HEAD of branch", "HEAD of").replace("within the retention of branch", "within retention of")
-            for row in csv.DictReader(handle)
+            _reason_kind(row["reason"]) for row in csv.DictReader(handle) if row["is_active"].lower() == "true"
         )
-    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
-        print(f"   {count:4d} commits: {reason}")
-    _show_marked(report, "only expired commits reference it (was {example_path})")
+    held = ", ".join(f"{kind} ({count})" for kind, count in reasons.most_common())
+    return [f"an active commit holds them: {held}", "or a staged entry, or outside the namespace, or _lakefs/"]
 
 
-def _explain_uncommitted(report: Path) -> None:
+def _reason_kind(reason: str) -> str:
+    for prefix in ("HEAD of branch", "within the retention of branch", "dangling", "tagged"):
+        if reason.startswith(prefix):
+            return {"HEAD of branch": "branch HEAD", "within the retention of branch": "within a branch's retention",
+                    "dangling": "dangling within the default retention", "tagged": "tagged"}[prefix]
+    return reason
+
+
+def _kept_uncommitted(report: Path) -> list[str]:
     summary = json.loads((report / "summary.json").read_text())
-    print(
-        f"   {summary['run_mode']} run: {summary.get('uncommitted_objects')} objects no commit references "
-        f"({summary.get('staged_objects')} of them staged, {summary.get('too_young_objects')} younger than --min-age); "
-        f"{summary['num_marked']} marked ({summary['bytes_marked']} bytes)"
-    )
-    _show_marked(report, "no commit and no staged entry references it")
+    return [
+        f"a commit or a staged entry references them ({summary.get('staged_objects')} staged)",
+        f"younger than --min-age ({summary.get('too_young_objects')})",
+    ]
 
 
-def _explain_lifecycle(report: Path) -> None:
+def _kept_lifecycle(report: Path) -> list[str]:
     summary = json.loads((report / "summary.json").read_text())
-    print(
-        f"   {summary['potential_commits']} of {summary['commits']} commits read; {summary['paths_newly_expired']} "
-        f"paths expired; {summary['addresses_kept_for_duplicates']} objects kept because a surviving path or a "
-        f"staged entry shares them; {summary['num_marked']} marked ({summary['bytes_marked']} bytes)"
-    )
-    _show_marked(report, "expired by rule(s) {matched_rules} as {paths}")
-
-
-def _show_marked(report: Path, why: str) -> None:
-    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    first_paths = [(row.get("example_path") or row.get("paths") or "").split(";")[0] for row in rows]
-    tables = Counter(path.split("/")[0] for path in first_paths if path)
-    if tables:
-        print("   marked objects by table: " + ", ".join(f"{t} {n}" for t, n in sorted(tables.items())))
-    for row in rows[:5]:
-        print(f"   - {row['address']}: {why.format(**row)}")
-    if len(rows) > 5:
-        print(f"   ... and {len(rows) - 5} more in {report / 'addresses.csv'}")
+    return [
+        "no rule covers their paths, or younger than the rule's days on a branch that shows them",
+        f"shared with a surviving path or staged entry ({summary.get('addresses_kept_for_duplicates')})",
+    ]

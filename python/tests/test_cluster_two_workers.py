@@ -1,0 +1,152 @@
+"""``gc committed`` and ``lifecycle`` on a real Spark standalone cluster: a master and two workers
+(1 core, 1g each) started from pyspark's own launcher (``bin/spark-class``) on 127.0.0.1, the
+jobs submitted with ``spark-submit`` exactly as the README shows, and their marked addresses
+equal to the embedded run's on an identical sample. The fixture always stops the cluster."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from lakewarden.cli import main
+from lakewarden.sample import SampleConfig, generate
+
+pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 14}]}
+POLICY = {"logs": {"prefix": "logs/", "days": 10, "enabled": True}, "events": {"prefix": "events/", "days": 20, "enabled": True, "branch_days": {"main": 12}}}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def alive_workers(ui_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as response:
+            return int(json.load(response).get("aliveworkers", 0))
+    except OSError:
+        return 0
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[str]:
+    """A standalone master and two workers; yields the master URL; stops them whatever happens."""
+    home = spark_home()
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
+    port, ui_port = free_port(), free_port()
+    logs = tmp_path / "cluster-logs"
+    logs.mkdir()
+    processes: list[subprocess.Popen] = []
+
+    def launch(name: str, *args: str) -> None:
+        with open(logs / f"{name}.log", "wb") as sink:
+            processes.append(
+                subprocess.Popen([str(home / "bin" / "spark-class"), *args], stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            )
+
+    try:
+        launch("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui_port))
+        for number in (1, 2):
+            launch(
+                f"worker-{number}", "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
+                "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
+                "--work-dir", str(tmp_path / f"worker-{number}"),
+            )
+        deadline = time.monotonic() + 240
+        while alive_workers(ui_port) < 2:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+                pytest.fail("the cluster did not come up: " + " | ".join((logs / f).read_text()[-500:] for f in os.listdir(logs)))
+            time.sleep(1)
+        yield f"spark://127.0.0.1:{port}"
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+
+def submit_command(master: str, state: Path) -> list[str]:
+    """spark-submit as the README's cluster section shows it: the checkout's entry point, the
+    venv's Python for driver and executors, warehouse and metastore under the state dir."""
+    python = sys.executable
+    return [
+        str(Path(python).with_name("spark-submit")),
+        "--master", master,
+        "--total-executor-cores", "2", "--executor-cores", "1", "--executor-memory", "1g", "--driver-memory", "1g",
+        "--conf", f"spark.pyspark.python={python}",
+        "--conf", f"spark.pyspark.driver.python={python}",
+        "--conf", f"spark.executorEnv.PYTHONPATH={REPO_ROOT / 'python'}",
+        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", "spark.driver.bindAddress=127.0.0.1",
+        "--conf", f"spark.sql.warehouse.dir={state / 'warehouse'}",
+        "--conf", f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={state / 'metastore_db'};create=true",
+        "--conf", "spark.sql.session.timeZone=UTC",
+        "--conf", "spark.sql.legacy.createHiveTableByDefault=false",
+        "--conf", "spark.ui.enabled=false",
+        str(REPO_ROOT / "python" / "lakewarden" / "__main__.py"),
+    ]
+
+
+def marked(report: Path) -> list[str]:
+    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
+        return [row["address"] for row in csv.DictReader(handle)]
+
+
+def test_gc_and_lifecycle_on_two_workers_mark_what_the_embedded_run_marks(cluster: str, spark, test_state_dir: Path, tmp_path: Path) -> None:
+    config = SampleConfig(seed=21, entries=700)
+    embedded_sample, cluster_sample = generate(tmp_path / "embedded", config), generate(tmp_path / "cluster", config)
+    assert embedded_sample.end == cluster_sample.end
+    (tmp_path / "rules.json").write_text(json.dumps(RULES))
+    (tmp_path / "policy.json").write_text(json.dumps(POLICY))
+    now = (embedded_sample.end + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    jobs = {
+        "gc": ["gc", "committed", "--rules", str(tmp_path / "rules.json")],
+        "lifecycle": ["lifecycle", "--policy", str(tmp_path / "policy.json")],
+    }
+    state = tmp_path / "cluster-state"
+    env = {**os.environ, "LAKEWARDEN_TARGET": "cluster", "PYTHONPATH": str(REPO_ROOT / "python"), "LAKEWARDEN_HOME": str(state)}
+    for name, job in jobs.items():
+        embedded_report, cluster_report = tmp_path / f"embedded-{name}", tmp_path / f"cluster-{name}"
+        common = ["--now", now, "--dry-run"]
+        assert main([*job, "--snapshot", str(embedded_sample.snapshot_dir), *common, "--state", str(test_state_dir), "--report", str(embedded_report)]) == 0
+        result = subprocess.run(
+            [*submit_command(cluster, state), *job, "--snapshot", str(cluster_sample.snapshot_dir), *common, "--state", str(state), "--report", str(cluster_report)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800,
+        )
+        assert result.returncode == 0, result.stderr[-4000:]
+        summary = json.loads((cluster_report / "summary.json").read_text())
+        assert summary["success"] is True
+        expected = marked(embedded_report)
+        assert expected, f"{name}: the sample should mark something"
+        assert marked(cluster_report) == expected, name
+        assert (cluster_report / "report.html").is_file()
+    # each worker ran an executor of the submitted applications
+    for number in (1, 2):
+        assert list((tmp_path / f"worker-{number}").glob("app-*/*/stderr")), f"worker {number} ran no executor"

@@ -1,0 +1,76 @@
+"""The built wheel carries the dbt project: installed into a fresh venv, ``lakewarden demo`` runs
+from a directory outside the checkout (stdout a tour, no dbt log line, every report.html
+printed). And the analysts' path still works from the checkout: ``dbt build`` and ``dbt run
+--select lifecycle+`` with the shipped profiles.
+
+Slow (a build, a venv install from pip's cache, a demo): marked ``wheel``, kept in the suite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from wheel_support import REPO_ROOT, build_wheel, clean_env, install_into_fresh_venv
+
+PROJECT_FILES = ("dbt_project.yml", "models/sources.yml", "macros/run_clock.sql", "profiles/profiles.yml", "tests/assert_gc_never_marks_live_addresses.sql")
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory.mktemp("dist"))
+
+
+@pytest.mark.wheel
+def test_wheel_holds_the_dbt_project_and_nothing_generated(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in PROJECT_FILES:
+        assert f"lakewarden/dbt_project/{name}" in names, name
+    for source in (REPO_ROOT / "models").rglob("*"):
+        if source.is_file():
+            assert f"lakewarden/dbt_project/{source.relative_to(REPO_ROOT)}" in names, source
+    assert not any(part in name for name in names for part in ("/target/", "/logs/", ".user.yml", "tests/test_", "__pycache__"))
+    print(f"wheel {wheel.name}: {wheel.stat().st_size:,} bytes")
+
+
+@pytest.mark.wheel
+def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
+    bin_dir = install_into_fresh_venv(wheel, tmp_path / "venv")
+    where = tmp_path / "somewhere" / "else"
+    where.mkdir(parents=True)
+    located = subprocess.run(
+        [str(bin_dir / "python"), "-c", "from lakewarden.project import project_dir; print(project_dir())"],
+        cwd=where, env=clean_env(), capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    assert located.startswith(str(tmp_path / "venv")) and located.endswith("lakewarden/dbt_project")
+    started = time.monotonic()
+    demo = subprocess.run(
+        [str(bin_dir / "lakewarden"), "demo", "--entries", "600"],
+        cwd=where, env=clean_env(LAKEWARDEN_DRIVER_MEMORY="1g"), capture_output=True, text=True, timeout=1800,
+    )
+    seconds = time.monotonic() - started
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    print(f"lakewarden demo from the wheel: {seconds:.0f}s")
+    out = demo.stdout
+    for forbidden in ("START sql", "OK created", "Done. PASS", "Running with dbt", "Concurrency:"):
+        assert forbidden not in out
+    pages = [Path(line.strip()) for line in out.splitlines()[out.splitlines().index("reports:") + 1 :]]
+    assert len(pages) == 3 and all(page.is_file() and page.is_relative_to(where / ".lakewarden") for page in pages)
+
+
+@pytest.mark.spark
+def test_dbt_build_and_lifecycle_run_from_the_checkout_with_the_shipped_profiles(tmp_path: Path) -> None:
+    """The analysts' path: plain dbt commands in the repository root, profiles/ as shipped, on an
+    empty warehouse (on-run-start creates the snapshot tables)."""
+    dbt = Path(sys.executable).with_name("dbt")
+    env = {**os.environ, "LAKEWARDEN_HOME": str(tmp_path / "state"), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    common = ["--profiles-dir", "profiles", "--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")]
+    for command in (["build"], ["run", "--select", "lifecycle+"]):
+        result = subprocess.run([str(dbt), *command, *common], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1800)
+        assert result.returncode == 0, result.stdout[-3000:]
+        assert "Completed successfully" in result.stdout and "ERROR=0" in result.stdout

@@ -1,0 +1,47 @@
+"""Build lakewarden's wheel once per test run and install it into fresh venvs, as a user would.
+
+``python -m build`` builds the sdist and then the wheel from the sdist, so the test also proves
+the sdist carries the dbt project. Installs use pip's cache (pyspark and friends are not
+downloaded twice) and constraints.txt, the project's lock file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_BUILT: dict[str, Path] = {}
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment of a user outside the checkout: no PYTHONPATH into the source tree."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LAKEWARDEN_PROJECT_DIR", "LAKEWARDEN_HOME", "VIRTUAL_ENV")}
+    env.update(extra)
+    return env
+
+
+def build_wheel(out_dir: Path) -> Path:
+    """``python -m build`` of the checkout into ``out_dir`` (once per process); the wheel's path."""
+    if "wheel" not in _BUILT:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "build", "--outdir", str(out_dir), str(REPO_ROOT)],
+            check=True, capture_output=True, text=True, env=clean_env(), timeout=900,
+        )
+        (wheel,) = out_dir.glob("lakewarden-*.whl")
+        _BUILT["wheel"] = wheel
+    return _BUILT["wheel"]
+
+
+def install_into_fresh_venv(wheel: Path, venv: Path) -> Path:
+    """``python3.11 -m venv`` + ``pip install WHEEL`` with the lock file; the venv's bin dir."""
+    python = "python3.11"
+    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", "--constraint", str(REPO_ROOT / "constraints.txt"), str(wheel)],
+        check=True, capture_output=True, text=True, env=clean_env(), timeout=1800,
+    )
+    return venv / "bin"
