@@ -108,6 +108,15 @@ def load_report(report_dir: str | os.PathLike[str], *, allow_swept: bool = False
         parse_uri(namespace)
     except ValueError as exc:
         raise BadInput(str(exc), source=str(summary_file), field="storage_namespace") from exc
+    # Only a mark that finished may be swept: a run that failed or died part-way may have
+    # written a partial addresses.csv, and its safety tests may not have run.
+    mark_status = summary.get("marked_status", summary.get("status"))
+    if mark_status in ("running", "failed"):
+        raise BadInput(
+            f"the run that marked did not finish (status {mark_status!r}): nothing to sweep; run the job again",
+            source=str(summary_file),
+            field="status",
+        )
     addresses = path / ADDRESSES_FILE
     if not addresses.exists():
         raise BadInput("missing: the report has no marked addresses file", source=str(addresses))
