@@ -69,3 +69,22 @@ def test_a_raising_backend_stops_the_sweep_after_recording_what_completed(tmp_pa
         delete_rows(_rows(12), deleter=_Counting(fail_at=3), checker=RowChecker("file:///ns"), log=log, batch_size=3, threads=1)
     recorded = [parse_outcome_line(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert [r.address for r in recorded if r] == [f"d/{i}" for i in range(6)], "the two completed batches are on record"
+
+
+def test_auto_engine_is_in_process_up_to_the_bound(tmp_path: Path) -> None:
+    from lakewarden.errors import BadInput
+    from lakewarden.sweep import PROCESS_MAX_ADDRESSES, choose_engine, load_report
+
+    report_dir = tmp_path / "r"
+    report_dir.mkdir()
+    (report_dir / "summary.json").write_text(json.dumps({"storage_namespace": "file:///ns", "dry_run": True}))
+    (report_dir / "addresses.csv").write_text("address,address_type,physical_address\n" + "".join(
+        f"d/{i},RELATIVE,file:///ns/d/{i}\n" for i in range(3)))
+    report = load_report(report_dir)
+    assert PROCESS_MAX_ADDRESSES == 500_000
+    assert choose_engine(report) == "process"
+    assert choose_engine(report, process_max=3) == "process"
+    assert choose_engine(report, process_max=2) == "spark"
+    assert choose_engine(report, "spark") == "spark" and choose_engine(report, "process", process_max=0) == "process"
+    with pytest.raises(BadInput, match="--engine"):
+        choose_engine(report, "fast")  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
     add_s3_arguments(parser)
     parser.add_argument(
         "--engine", choices=ENGINES, default="auto",
-        help="auto (default): in-process up to 1,000,000 marked addresses, Spark above or under spark-submit",
+        help="auto (default): in-process up to 500,000 marked addresses, Spark above or under spark-submit",
     )
     parser.add_argument("--parallelism", type=_positive, metavar="N", help="number of Spark tasks deleting at once (Spark engine)")
     parser.add_argument("--batch-size", type=_positive, default=1000, metavar="N", help="addresses per delete request (max 1000 for S3)")

@@ -38,9 +38,10 @@ from lakewarden.sweep.status import SweepStatus
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-#: Up to this many marked addresses the sweep runs in-process (no Spark). Chosen by
-#: ``benchmarks/sweep_crossover.py``: see docs/sweep.md.
-PROCESS_MAX_ADDRESSES = 1_000_000
+#: Up to this many marked addresses the sweep runs in-process (no Spark): below the crossover
+#: ``benchmarks/sweep_crossover.py`` estimates for any core count (650,000 and up), and about
+#: 0.4 GB of memory at most (0.57 KB per address, measured). See docs/sweep.md.
+PROCESS_MAX_ADDRESSES = 500_000
 Engine = Literal["auto", "process", "spark"]
 ENGINES = ("auto", "process", "spark")
 

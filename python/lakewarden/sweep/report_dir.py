@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -156,7 +157,9 @@ def address_rows(report: Report) -> Iterator[tuple[str, str, str]]:
                 continue
             if len(row) <= width:
                 row = row + [""] * (width + 1 - len(row))
-            yield row[i_address], row[i_type], row[i_physical]
+            # interned: a second pass over the file (the in-process sweep makes two) then shares
+            # the strings the first pass keeps instead of holding a copy of each
+            yield sys.intern(row[i_address]), sys.intern(row[i_type]), sys.intern(row[i_physical])
 
 
 def count_rows(report: Report, *, limit: int) -> int:
