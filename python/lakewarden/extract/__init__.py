@@ -8,6 +8,16 @@ content-addressed, so decoded ranges are cached as Parquet keyed by range id and
 extract only reads ranges it has not seen. docs/extract.md has the calls, choices and costs.
 """
 
-from lakewarden.extract.core import ExtractResult, extract_repository
+from typing import Any
 
 __all__ = ["ExtractResult", "extract_repository"]
+
+
+def __getattr__(name: str) -> Any:
+    # lazily: importing the package (as the command line does to register ``extract``) must not
+    # load lakeFS's SDK and pyarrow, which cost about a second
+    if name in __all__:
+        from lakewarden.extract import core
+
+        return getattr(core, name)
+    raise AttributeError(name)

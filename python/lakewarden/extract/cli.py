@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lakewarden.extract.config import resolve_config
-from lakewarden.extract.core import ExtractResult, extract_repository
 from lakewarden.spark_session import state_dir
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.extract.core import ExtractResult
 
 __all__ = ["register", "add_lakefs_arguments", "add_s3_arguments", "extract_from_args"]
 
@@ -59,7 +61,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.set_defaults(func=_run)
 
 
-def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> ExtractResult:
+def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> "ExtractResult":
     """Run an extract from parsed ``add_lakefs_arguments`` options (``extract`` and the jobs)."""
     from lakewarden.errors import BadInput
     from lakewarden.s3client import s3_options
@@ -67,6 +69,11 @@ def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> Ex
     if not args.repo:
         raise BadInput("missing --repo NAME", field="--repo")
     state = state_dir(args.state)
+    # imported here, not at start-up: lakeFS's SDK and pyarrow cost ~1 s, and every other
+    # command (a sweep, checks) would pay it
+    from lakewarden.extract.config import resolve_config
+    from lakewarden.extract.core import extract_repository
+
     return extract_repository(
         config=resolve_config(args.lakefs_endpoint),
         repository=args.repo,

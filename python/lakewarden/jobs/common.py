@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.snapshot import LoadedSnapshot, load_snapshot, read_repository
 from lakewarden.spark_session import get_or_create, state_dir
 from lakewarden.timestamps import parse_rfc3339, rfc3339
 
@@ -23,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
     from lakewarden.report import Report
+    from lakewarden.snapshot import LoadedSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class JobContext:
     dry_run: bool
     state: Path
     spark: "SparkSession"
-    snapshot: LoadedSnapshot
+    snapshot: "LoadedSnapshot"
     #: lakeFS's own GC answer kept with the snapshot by extract (None when there is none)
     lakefs_kept: LakeFSKept | None = None
     #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
@@ -193,6 +193,8 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
     state = state_dir(args.state)
     snapshot_dir = resolve_snapshot(args, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark starts
+    from lakewarden.snapshot import load_snapshot, read_repository  # pyarrow: only jobs pay it
+
     root = blockstore_root(read_repository(snapshot_dir).storage_namespace, getattr(args, "local_blockstore", None))
     spark = get_or_create(state)
     snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA, cache_dir=state / "snapshot-cache")

@@ -19,7 +19,6 @@ from pathlib import Path
 from lakewarden.jobs.common import rfc3339
 from lakewarden.progress import human_bytes
 from lakewarden.report_html import REPORT_HTML, aggregate_marked, sweep_outcomes, write_report_html
-from lakewarden.sample import SampleConfig, generate
 from lakewarden.spark_session import state_dir
 
 DEMO_RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 21}]}
@@ -63,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     workdir = state / "demo"
     if workdir.exists():
         shutil.rmtree(workdir)
+    from lakewarden.sample import SampleConfig, generate  # pyarrow: only the demo pays it
+
     sample = generate(workdir, SampleConfig(seed=args.seed, entries=args.entries))
     rules_path = workdir / "gc_rules.json"
     rules_path.write_text(json.dumps(DEMO_RULES, indent=2) + "\n")
