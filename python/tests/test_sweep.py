@@ -273,6 +273,7 @@ def test_empty_report_and_spark_written_report(sweep: Any, spark: Any, namespace
         storage_namespace=namespace.as_uri(),
     )
     report.write_addresses(spark.createDataFrame(rows, "address string, address_type string, physical_address string"))
+    report.finish(success=True, status="marked")  # as a job does; an unfinished mark is refused
     result = sweep(directory)
     assert (result.num_deleted, result.success) == (3, True)
 

@@ -104,8 +104,14 @@ def sweep_report(
     sweep_id = new_sweep_id()
     started_at = utc_now()
     report.sweep_dir.mkdir(parents=True, exist_ok=True)
-    with SweepLock(report.lock_file).acquire(sweep_id=sweep_id, started_at=started_at) as lock:
+    from lakewarden.progress import phase
+
+    total = report.summary.get("num_marked") if isinstance(report.summary.get("num_marked"), int) else None
+    with SweepLock(report.lock_file).acquire(sweep_id=sweep_id, started_at=started_at) as lock, phase(
+        f"sweep ({chosen})", total=total, unit="addresses"
+    ) as bar:
         status = SweepStatus(report, sweep_id=sweep_id, started_at=started_at, engine=chosen)
+        status.on_progress = bar.advance
         if chosen == "process":
             result = sweep_in_process(
                 report, status, lock_taken_over=lock.taken_over, deleter_factory=deleter_factory,

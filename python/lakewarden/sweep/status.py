@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from lakewarden.report import write_json_atomic
 from lakewarden.sweep.report_dir import SUMMARY_FILE, Report, read_json
@@ -85,6 +85,9 @@ class SweepStatus:
         self._write_report_summary()
         self._refresh_page()
 
+    #: called with the number of addresses a recorded batch settled (the progress bar)
+    on_progress: Callable[[int], None] | None = None
+
     def progress(self, deleted: int, failed: int) -> None:
         """Add what a recorded batch did and rewrite the summary (a batch is up to 1,000
         addresses, so this is one small atomic write per thousand deletes)."""
@@ -92,9 +95,13 @@ class SweepStatus:
             self.deleted += deleted
             self.failed += failed
             self._write_report_summary()
+        if self.on_progress is not None:
+            self.on_progress(deleted + failed)
 
     def set_counts(self, deleted: int, failed: int) -> None:
         """Replace this sweep's counts (the distributed path polls totals); rewrite if changed."""
+        if self.on_progress is not None and deleted + failed > self.deleted + self.failed:
+            self.on_progress(deleted + failed - self.deleted - self.failed)
         with self._lock:
             if (deleted, failed) != (self.deleted, self.failed):
                 self.deleted, self.failed = deleted, failed
