@@ -11,7 +11,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from datetime import timedelta
@@ -22,6 +21,7 @@ import pytest
 
 from lakewarden.cli import main
 from lakewarden.sample import SampleConfig, generate
+from wheel_support import clean_env, installed_wheel
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 
@@ -92,17 +92,21 @@ def cluster(tmp_path: Path) -> Iterator[str]:
                 process.wait(timeout=10)
 
 
-def submit_command(master: str, state: Path) -> list[str]:
-    """spark-submit as the README's cluster section shows it: the checkout's entry point, the
-    venv's Python for driver and executors, warehouse and metastore under the state dir."""
-    python = sys.executable
+def submit_command(master: str, state: Path, bin_dir: Path) -> list[str]:
+    """spark-submit as the README's cluster section shows it, with the built wheel installed in a
+    fresh venv: its entry point, its Python for driver and executors, warehouse and metastore
+    under the state dir."""
+    python = str(bin_dir / "python")
+    entry = subprocess.run(
+        [python, "-c", "import lakewarden, os; print(os.path.join(os.path.dirname(lakewarden.__file__), '__main__.py'))"],
+        env=clean_env(), capture_output=True, text=True, check=True,
+    ).stdout.strip()
     return [
-        str(Path(python).with_name("spark-submit")),
+        str(bin_dir / "spark-submit"),
         "--master", master,
         "--total-executor-cores", "2", "--executor-cores", "1", "--executor-memory", "1g", "--driver-memory", "1g",
         "--conf", f"spark.pyspark.python={python}",
         "--conf", f"spark.pyspark.driver.python={python}",
-        "--conf", f"spark.executorEnv.PYTHONPATH={REPO_ROOT / 'python'}",
         "--conf", "spark.driver.host=127.0.0.1",
         "--conf", "spark.driver.bindAddress=127.0.0.1",
         "--conf", f"spark.sql.warehouse.dir={state / 'warehouse'}",
@@ -110,7 +114,7 @@ def submit_command(master: str, state: Path) -> list[str]:
         "--conf", "spark.sql.session.timeZone=UTC",
         "--conf", "spark.sql.legacy.createHiveTableByDefault=false",
         "--conf", "spark.ui.enabled=false",
-        str(REPO_ROOT / "python" / "lakewarden" / "__main__.py"),
+        entry,
     ]
 
 
@@ -122,7 +126,10 @@ def marked(report: Path) -> list[str]:
         return sorted(row["address"].replace(namespace, "<namespace>/", 1) for row in csv.DictReader(handle))
 
 
-def test_gc_and_lifecycle_on_two_workers_mark_what_the_embedded_run_marks(cluster: str, spark, test_state_dir: Path, tmp_path: Path) -> None:
+def test_gc_and_lifecycle_on_two_workers_mark_what_the_embedded_run_marks(
+    cluster: str, spark, test_state_dir: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    bin_dir = installed_wheel(tmp_path_factory.getbasetemp() / "wheel")  # shared with test_wheel
     config = SampleConfig(seed=21, entries=700)
     embedded_sample, cluster_sample = generate(tmp_path / "embedded", config), generate(tmp_path / "cluster", config)
     assert embedded_sample.end == cluster_sample.end
@@ -134,13 +141,13 @@ def test_gc_and_lifecycle_on_two_workers_mark_what_the_embedded_run_marks(cluste
         "lifecycle": ["lifecycle", "--policy", str(tmp_path / "policy.json")],
     }
     state = tmp_path / "cluster-state"
-    env = {**os.environ, "LAKEWARDEN_TARGET": "cluster", "PYTHONPATH": str(REPO_ROOT / "python"), "LAKEWARDEN_HOME": str(state)}
+    env = clean_env(LAKEWARDEN_TARGET="cluster", LAKEWARDEN_HOME=str(state))  # the wheel only, no checkout
     for name, job in jobs.items():
         embedded_report, cluster_report = tmp_path / f"embedded-{name}", tmp_path / f"cluster-{name}"
         common = ["--now", now, "--dry-run"]
         assert main([*job, "--snapshot", str(embedded_sample.snapshot_dir), *common, "--state", str(test_state_dir), "--report", str(embedded_report)]) == 0
         result = subprocess.run(
-            [*submit_command(cluster, state), *job, "--snapshot", str(cluster_sample.snapshot_dir), *common, "--state", str(state), "--report", str(cluster_report)],
+            [*submit_command(cluster, state, bin_dir), *job, "--snapshot", str(cluster_sample.snapshot_dir), *common, "--state", str(state), "--report", str(cluster_report)],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800,
         )
         assert result.returncode == 0, result.stderr[-4000:]

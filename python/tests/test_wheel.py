@@ -16,14 +16,21 @@ from pathlib import Path
 
 import pytest
 
-from wheel_support import REPO_ROOT, build_wheel, clean_env, install_into_fresh_venv
+from wheel_support import REPO_ROOT, clean_env, installed_wheel
 
 PROJECT_FILES = ("dbt_project.yml", "models/sources.yml", "macros/run_clock.sql", "profiles/profiles.yml", "tests/assert_gc_never_marks_live_addresses.sql")
 
 
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_wheel(tmp_path_factory.mktemp("dist"))
+def wheel_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.getbasetemp() / "wheel"
+
+
+@pytest.fixture(scope="session")
+def wheel(wheel_base: Path) -> Path:
+    installed_wheel(wheel_base)
+    (built,) = (wheel_base / "dist").glob("lakewarden-*.whl")
+    return built
 
 
 @pytest.mark.wheel
@@ -39,15 +46,15 @@ def test_wheel_holds_the_dbt_project_and_nothing_generated(wheel: Path) -> None:
 
 
 @pytest.mark.wheel
-def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
-    bin_dir = install_into_fresh_venv(wheel, tmp_path / "venv")
+def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, wheel_base: Path, tmp_path: Path) -> None:
+    bin_dir = installed_wheel(wheel_base)
     where = tmp_path / "somewhere" / "else"
     where.mkdir(parents=True)
     located = subprocess.run(
         [str(bin_dir / "python"), "-c", "from lakewarden.project import project_dir; print(project_dir())"],
         cwd=where, env=clean_env(), capture_output=True, text=True, check=True,
     ).stdout.strip()
-    assert located.startswith(str(tmp_path / "venv")) and located.endswith("lakewarden/dbt_project")
+    assert located.startswith(str(bin_dir.parent)) and located.endswith("lakewarden/dbt_project")
     started = time.monotonic()
     demo = subprocess.run(
         [str(bin_dir / "lakewarden"), "demo", "--entries", "600"],

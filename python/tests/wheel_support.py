@@ -36,6 +36,14 @@ def build_wheel(out_dir: Path) -> Path:
     return _BUILT["wheel"]
 
 
+def installed_wheel(base: Path) -> Path:
+    """The wheel built and installed into one fresh venv under ``base``, once per test run (the
+    demo test and the cluster test share it: an install takes minutes); the venv's bin dir."""
+    if "venv" not in _BUILT:
+        _BUILT["venv"] = install_into_fresh_venv(build_wheel(base / "dist"), base / "venv")
+    return _BUILT["venv"]
+
+
 def install_into_fresh_venv(wheel: Path, venv: Path) -> Path:
     """``python3.11 -m venv`` + ``pip install WHEEL`` with the lock file; the venv's bin dir."""
     python = "python3.11"
