@@ -77,9 +77,13 @@ class Phase:
 @contextmanager
 def phase(name: str, *, total: int | None = None, unit: str = "items", stream: TextIO | None = None) -> Iterator[Phase]:
     """A long phase: a rich progress bar on a terminal, one plain line at the end otherwise.
-    A phase that raises prints its line with ``failed`` so the last thing shown is true."""
+    A phase that raises prints no line: errors stay one line on stderr (the command line's),
+    and a transient bar leaves nothing behind."""
     stream = stream or sys.stderr
     current = Phase(name, total, unit)
+    if os.environ.get("LAKEWARDEN_PROGRESS") == "off":  # scripts and cron: stderr holds errors only
+        yield current
+        return
     bar = None
     if interactive(stream):
         from rich.console import Console
@@ -106,7 +110,8 @@ def phase(name: str, *, total: int | None = None, unit: str = "items", stream: T
     finally:
         if bar is not None:
             bar.stop()
-        print(f"lakewarden: {current.line()}" + ("" if ok else " (failed)"), file=stream, flush=True)
+        if ok:
+            print(f"lakewarden: {current.line()}", file=stream, flush=True)
 
 
 class _RichBar:

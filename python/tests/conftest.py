@@ -10,6 +10,11 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
 
+# The tests read stderr as the command line's error channel (one line per error), as a script or
+# cron job would run lakewarden: no progress lines there. test_progress checks the progress
+# output itself on its own streams.
+os.environ.setdefault("LAKEWARDEN_PROGRESS", "off")
+
 
 @pytest.fixture(scope="session")
 def test_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -31,14 +31,15 @@ def test_off_a_terminal_each_phase_is_one_line_with_count_bytes_and_time(monkeyp
     assert lines[1].startswith("lakewarden: dbt build: 5 nodes in ")
 
 
-def test_a_failed_phase_says_so_and_the_error_propagates() -> None:
+def test_a_failed_phase_prints_nothing_and_the_error_propagates(monkeypatch) -> None:
+    """Errors stay one line on stderr: the command line's, not a phase line before it."""
+    monkeypatch.delenv("LAKEWARDEN_PROGRESS", raising=False)
     stream = io.StringIO()
     with pytest.raises(RuntimeError):
         with phase("extract", total=10, unit="ranges", stream=stream) as bar:
             bar.advance(4)
             raise RuntimeError("boom")
-    (line,) = stream.getvalue().splitlines()
-    assert line.startswith("lakewarden: extract: 4/10 ranges in ") and line.endswith("(failed)")
+    assert stream.getvalue() == ""
 
 
 def test_on_a_terminal_a_rich_bar_is_drawn_then_replaced_by_the_line(monkeypatch) -> None:
@@ -60,3 +61,12 @@ def test_rate_and_units() -> None:
     done = Phase("x", total=None, unit="objects", count=120, started=0.0)
     assert "objects/s" in done.line()
     assert human_bytes(999) == "999 B" and human_bytes(1_500) == "1.5 KB" and human_bytes(3_200_000_000) == "3.2 GB"
+
+
+def test_progress_off_prints_nothing_even_on_success(monkeypatch) -> None:
+    """LAKEWARDEN_PROGRESS=off: for scripts and cron, stderr holds errors only."""
+    monkeypatch.setenv("LAKEWARDEN_PROGRESS", "off")
+    stream = Terminal()
+    with phase("sweep", total=2, unit="objects", stream=stream) as bar:
+        bar.advance(2)
+    assert bar.count == 2 and stream.getvalue() == ""

@@ -207,13 +207,18 @@ def extract_repository(
     result.ranges_reused = len(range_ids) - len(missing)
     result.ranges_read = len(missing)
     log.info("%d ranges: %d cached, %d to read", len(range_ids), result.ranges_reused, len(missing))
-    if jobs > 1 and len(missing) > 1:
-        decode = partial(_worker_decode, namespace, local_blockstore, s3, str(cache_dir))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            list(pool.map(decode, missing, chunksize=4))
-    else:
-        for range_id in missing:
-            _decode_into_cache(store, cache, range_id)
+    from lakewarden.progress import phase
+
+    with phase("extract: decode ranges", total=len(missing), unit="ranges") as bar:
+        if jobs > 1 and len(missing) > 1:
+            decode = partial(_worker_decode, namespace, local_blockstore, s3, str(cache_dir))
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                for _ in pool.map(decode, missing, chunksize=4):
+                    bar.advance()
+        else:
+            for range_id in missing:
+                _decode_into_cache(store, cache, range_id)
+                bar.advance()
 
     tmp = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
     out.parent.mkdir(parents=True, exist_ok=True)
