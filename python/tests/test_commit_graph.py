@@ -162,20 +162,25 @@ def naive_active(ids, parents, dates, starts: list[StartPoint]) -> set[str]:
     return active
 
 
+def start_points(graph: CommitGraph, heads: dict, days: list, default, now: float) -> list[StartPoint]:
+    """Every branch HEAD with its retention, and every dangling commit with the default."""
+    starts = [
+        StartPoint(head, branch, None if d is None else now - d * DAY)
+        for (branch, head), d in zip(heads.items(), days)
+    ]
+    return starts + [
+        StartPoint(c, None, None if default is None else now - default * DAY)
+        for c in graph.dangling_commits(heads.values())
+    ]
+
+
 @settings(max_examples=300, deadline=None)
 @given(random_histories())
 def test_memoised_walk_equals_naive_walk_and_keeps_heads(history) -> None:
     ids, parents, dates, heads, days, default = history
     graph = CommitGraph(ids, parents, dates)
     now = dates[-1] + DAY
-    starts = [
-        StartPoint(head, branch, None if d is None else now - d * DAY)
-        for (branch, head), d in zip(heads.items(), days)
-    ]
-    starts += [
-        StartPoint(c, None, None if default is None else now - default * DAY)
-        for c in graph.dangling_commits(heads.values())
-    ]
+    starts = start_points(graph, heads, days, default, now)
     active = active_ids(graph, starts)
     assert active == naive_active(ids, parents, dates, starts)
     assert set(heads.values()) <= active  # a branch HEAD is always active
@@ -242,14 +247,7 @@ def test_walk_follows_the_version_aware_main_parent(drawn) -> None:
     graph = CommitGraph(ids, parents, dates, versions)
     main = {c: (None if not p else (p[-1] if v == 0 else p[0])) for c, p, v in zip(ids, parents, versions)}
     now = dates[-1] + DAY
-    starts = [
-        StartPoint(head, branch, None if d is None else now - d * DAY)
-        for (branch, head), d in zip(heads.items(), days)
-    ]
-    starts += [
-        StartPoint(c, None, None if default is None else now - default * DAY)
-        for c in graph.dangling_commits(heads.values())
-    ]
+    starts = start_points(graph, heads, days, default, now)
     assert set(graph.dangling_commits(heads.values())) == {
         c for c in ids if c not in set(main.values()) and c not in heads.values()
     }
