@@ -182,7 +182,7 @@ class WebhookReceiver:
         with self._lock:
             self.callback_answers.append(answer.status_code)
 
-    def events(self, at_least: int = 0, timeout: float = 20) -> list[dict[str, Any]]:
+    def events(self, at_least: int = 0, timeout: float = 90) -> list[dict[str, Any]]:
         """The events received so far, waiting until there are ``at_least`` (triggers return
         before the executors are called)."""
         deadline = time.monotonic() + timeout
@@ -261,7 +261,7 @@ class LiveService:
         }
         return requests.post(f"{self.url}/api/v1/hooks/pre-merge", json=body, timeout=10)
 
-    def wait_for(self, ref: str, check_id: str, statuses: set[str], timeout: float = 20) -> dict[str, Any]:
+    def wait_for(self, ref: str, check_id: str, statuses: set[str], timeout: float = 90) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         last: dict[str, Any] = {}
         while time.monotonic() < deadline:
