@@ -22,7 +22,8 @@ def job_title(job: str) -> str:
     return {"gc-committed": "committed retention GC", "gc-uncommitted": "uncommitted GC", "lifecycle": "lifecycle policy"}[job]
 
 
-def test_demo_runs_every_job_and_deletes_what_it_reports(spark, test_state_dir: Path, capsys) -> None:
+def test_demo_runs_every_job_and_deletes_what_it_reports(spark, test_state_dir: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("LAKEWARDEN_PROGRESS", "plain")  # the suite turns progress off; the demo shows it
     assert main(["demo", "--state", str(test_state_dir), "--entries", "800", "--seed", "3"]) == 0
     captured = capsys.readouterr()
     out = captured.out

@@ -182,6 +182,15 @@ class WebhookReceiver:
         with self._lock:
             self.callback_answers.append(answer.status_code)
 
+    def answers(self, at_least: int = 1, timeout: float = 90) -> list[int]:
+        """The status codes the service answered this receiver's callbacks with, once at least
+        ``at_least`` arrived: the service stores the state before it answers, so a test that saw
+        the state may run ahead of the answer."""
+        deadline = time.monotonic() + timeout
+        while len(self.callback_answers) < at_least and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return list(self.callback_answers)
+
     def events(self, at_least: int = 0, timeout: float = 90) -> list[dict[str, Any]]:
         """The events received so far, waiting until there are ``at_least`` (triggers return
         before the executors are called)."""

@@ -73,7 +73,7 @@ def test_trigger_callback_success_then_gate_allows(snapshot, receiver, service_f
     assert event["callback_url"] == f"{base}?token={event['callback_token']}"
     # The committed (untemplated) properties are passed on; the rendered secret is not.
     assert "s3cr3t" not in str(event)
-    assert receiver.callback_answers == [200]
+    assert receiver.answers() == [200]
 
     allowed = live.gate("main", "feature")
     assert allowed.status_code == 200, allowed.text
