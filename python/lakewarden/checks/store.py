@@ -62,6 +62,18 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _finished(status: Status, metadata: Mapping[str, str], now: Any) -> dict[str, Any]:
+    """The columns an execution ends with, whoever ends it (a callback, a watched DAG run):
+    the final status and metadata, its token spent."""
+    return {
+        "status": status.value,
+        "result_metadata": json.dumps(dict(metadata), sort_keys=True),
+        "token_hash": None,
+        "updated_at": now,
+        "finished_at": now,
+    }
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """Timestamps stored as naive UTC (portable to SQLite) and read back timezone-aware."""
 
@@ -637,13 +649,7 @@ class Store:
                         executions.c.execution_id == execution_id,
                         executions.c.status.in_([s.value for s in ACTIVE]),
                     )
-                    .values(
-                        status=status.value,
-                        result_metadata=json.dumps(dict(metadata), sort_keys=True),
-                        token_hash=None,
-                        updated_at=now,
-                        finished_at=now,
-                    )
+                    .values(**_finished(status, metadata, now))
                 ).rowcount
             )
 
@@ -673,13 +679,7 @@ class Store:
                     executions.c.token_hash == token_hash,
                     executions.c.status.in_([s.value for s in ACTIVE]),
                 )
-                .values(
-                    status=status.value,
-                    result_metadata=json.dumps(dict(metadata), sort_keys=True),
-                    token_hash=None,
-                    updated_at=now,
-                    finished_at=now,
-                )
+                .values(**_finished(status, metadata, now))
             ).rowcount
             if won == 1:
                 conn.execute(update(tokens).where(tokens.c.token_hash == token_hash).values(used_at=now))

@@ -35,6 +35,7 @@ from lakewarden.jobs.common import (
     rfc3339,
 )
 from lakewarden.jobs.shape import Job, run_job
+from lakewarden.s3client import s3_options
 from lakewarden.report import Report, write_json_atomic
 from lakewarden.timestamps import from_spark
 
@@ -128,7 +129,7 @@ class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
 
     def read_inputs(self, args: argparse.Namespace) -> UncommittedInputs:
         min_age = parse_min_age(args.min_age, force=args.force)  # before Spark starts
-        return UncommittedInputs(min_age, {"endpoint_url": args.s3_endpoint, "region_name": args.s3_region})
+        return UncommittedInputs(min_age, s3_options(args.s3_endpoint, args.s3_region))
 
     def mark(self, context: JobContext, inputs: UncommittedInputs, args: argparse.Namespace) -> "UncommittedGcResult":
         return mark_uncommitted(

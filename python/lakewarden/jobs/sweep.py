@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from lakewarden.extract.cli import add_s3_arguments
+from lakewarden.s3client import s3_options
 from lakewarden.sweep import ENGINES, SweepFailed, load_report
 
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
     load_report(args.report)  # bad input exits 2 before anything starts
     state = spark_session.state_dir(args.state)
-    options = {"endpoint_url": args.s3_endpoint, "region_name": args.s3_region}
+    options = s3_options(args.s3_endpoint, args.s3_region)
     try:
         result = sweep_report(
             None,
