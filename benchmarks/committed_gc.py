@@ -1,6 +1,7 @@
 """Benchmark: ``lakewarden gc committed --dry-run`` end to end vs. the plain PySpark process.
 
     python benchmarks/committed_gc.py --entries 1000000,8450000 [--repeat 3] [--workdir DIR]
+    python benchmarks/committed_gc.py --demo [--repeat 3]      # the demo's sample (lakewarden demo)
 
 For each N in --entries: generate (or reuse, cached in the workdir by its parameters) the
 benchmark repository (``common.bench_sample``: 90 days, Parquet, slots 64, seed 1), then run,
@@ -10,7 +11,10 @@ each as a whole subprocess (interpreter and JVM start included, as a user pays t
     same address work; issue 13);
 (b) ``lakewarden gc committed --snapshot S --rules R --now T --dry-run --state FRESH --report D``
 
-with the same rules (default 7 days, main 30 days) and clock (the sample's end + 1 day). Each run
+with the same rules (default 7 days, main 30 days) and clock (the sample's end + 1 day), and
+(c) the no-op run: (b) again on the same snapshot and the same state dir, nothing changed.
+``--demo`` measures the demo's sample instead (``lakewarden demo``'s repository: seed 7, 3,000
+entries, JSON Lines tables, 66 commits), where the fixed cost of a run is all there is. Each run
 is timed (wall clock) and the peak RSS of its whole process tree (Python + JVM) is sampled from
 /proc every 0.2 s. Prints, per N: wall times (median of --repeat), the ratio (target <= 1.5x),
 both marked counts (they must be equal: MISMATCH otherwise, exit 1), peak RSS of each; and for
@@ -67,19 +71,46 @@ def run_baseline(snapshot: Path, now: str) -> tuple[ProcessRun, int]:
     return run, int(found.group(1))  # type: ignore[union-attr]
 
 
-def run_lakewarden(snapshot: Path, rules: Path, now: str, scratch: Path) -> tuple[ProcessRun, int]:
-    """One ``gc committed --dry-run`` with a fresh state directory (no warehouse, no history)."""
-    if scratch.exists():
+def run_lakewarden(snapshot: Path, rules: Path, now: str, scratch: Path, *, fresh: bool = True) -> tuple[ProcessRun, int]:
+    """One ``gc committed --dry-run``: with a fresh state directory (no history, no caches), or
+    (``fresh=False``) again on the state the previous run left: the no-op run."""
+    if fresh and scratch.exists():
         shutil.rmtree(scratch)
-    scratch.mkdir(parents=True)
+    scratch.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(scratch / "report", ignore_errors=True)
     command = [*lakewarden_command(), "gc", "committed", "--snapshot", str(snapshot), "--rules", str(rules),
                "--now", now, "--dry-run", "--state", str(scratch / "state"), "--report", str(scratch / "report")]
     run = run_measured(command, env=child_env())
     if run.returncode != 0:
         _fail("lakewarden gc committed", run)
-    marked = int(json.loads((scratch / "report" / "summary.json").read_text())["num_marked"])
-    shutil.rmtree(scratch / "state", ignore_errors=True)
-    return run, marked
+    summary = json.loads((scratch / "report" / "summary.json").read_text())
+    work = ", ".join(f"{summary[k]} {k.replace('_', ' ')}" for k in ("dbt_queries", "spark_jobs") if k in summary)
+    if work:
+        print(f"    ({work})", flush=True)
+    return run, int(summary["num_marked"])
+
+
+def demo_sample(workdir: Path):
+    """The demo's repository (what ``lakewarden demo`` generates), cached in the workdir."""
+    from lakewarden.sample import SampleConfig, generate
+
+    directory = workdir / "demo-sample-seed7"
+    marker = directory / "ready"
+    if not marker.is_file():
+        shutil.rmtree(directory, ignore_errors=True)
+        sample = generate(directory, SampleConfig(seed=7, entries=3000))
+        marker.write_text(sample.end.isoformat())
+    from datetime import datetime
+
+    end = datetime.fromisoformat(marker.read_text())
+
+    class Demo:
+        snapshot_dir = directory / "snapshot"
+        range_rows = sum(1 for _ in open(directory / "snapshot" / "ranges.jsonl", encoding="utf-8"))
+        commit_count = sum(1 for _ in open(directory / "snapshot" / "commits.jsonl", encoding="utf-8"))
+
+    Demo.end = end  # type: ignore[attr-defined]
+    return Demo
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slots", type=int, default=64, help="ranges per metarange (default 64)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each side per size; the median is printed")
+    parser.add_argument("--demo", action="store_true", help="measure the demo's sample instead of --entries")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lakewarden-bench",
                         help="samples are cached here by their parameters (default: $TMPDIR/lakewarden-bench)")
     args = parser.parse_args(argv)
@@ -101,15 +133,18 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     ok = True
-    for entries in args.entries:
+    for entries in ([0] if args.demo else args.entries):
         started = time.perf_counter()
-        sample = bench_sample(sample_dir(workdir, entries=entries, slots=args.slots, seed=args.seed),
-                              entries=entries, slots=args.slots, seed=args.seed)
+        if args.demo:
+            sample = demo_sample(workdir)
+        else:
+            sample = bench_sample(sample_dir(workdir, entries=entries, slots=args.slots, seed=args.seed),
+                                  entries=entries, slots=args.slots, seed=args.seed)
         prepared = time.perf_counter() - started
         now = (sample.end + timedelta(days=1)).isoformat().replace("+00:00", "Z")
         print(f"== {entries:,d} entries: {sample.range_rows:,d} range rows, {sample.commit_count:,d} commits "
               f"(sample ready in {prepared:.1f} s, not counted); --now {now}", flush=True)
-        base_runs, lake_runs, base_marks, lake_marks = [], [], set(), set()
+        base_runs, lake_runs, noop_runs, base_marks, lake_marks = [], [], [], set(), set()
         for attempt in range(1, args.repeat + 1):
             run, marked = run_baseline(sample.snapshot_dir, now)
             base_runs.append(run)
@@ -119,8 +154,13 @@ def main(argv: list[str] | None = None) -> int:
             lake_runs.append(run)
             lake_marks.add(marked)
             print(f"  run {attempt}: lakewarden {run.seconds:8.1f} s  peak RSS {run.peak_rss_mb:7.0f} MB  marked {marked:,d}", flush=True)
+            run, marked = run_lakewarden(sample.snapshot_dir, rules, now, workdir / "committed-gc-run", fresh=False)
+            noop_runs.append(run)
+            lake_marks.add(marked)
+            print(f"  run {attempt}: no-op run  {run.seconds:8.1f} s  peak RSS {run.peak_rss_mb:7.0f} MB  marked {marked:,d}", flush=True)
         base_s = median([r.seconds for r in base_runs])
         lake_s = median([r.seconds for r in lake_runs])
+        noop_s = median([r.seconds for r in noop_runs])
         base_rss = max(r.peak_rss_mb for r in base_runs)
         lake_rss = max(r.peak_rss_mb for r in lake_runs)
         same = len(base_marks) == 1 and base_marks == lake_marks
@@ -130,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  plain PySpark baseline     {base_s:>12.1f} s   peak RSS {base_rss:>7.0f} MB")
         print(f"  lakewarden gc committed    {lake_s:>12.1f} s   peak RSS {lake_rss:>7.0f} MB")
         print(f"  ratio lakewarden/baseline  {ratio:>12.2f} x  (target <= {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'})")
+        noop_ratio = noop_s / base_s
+        print(f"  no-op run (same state)     {noop_s:>12.1f} s   ratio {noop_ratio:.2f} x  (target <= {TARGET_RATIO}x: {'met' if noop_ratio <= TARGET_RATIO else 'NOT met'})")
         if same:
             print(f"  marked                     {next(iter(lake_marks)):>14,d}   (equal: OK)")
         else:

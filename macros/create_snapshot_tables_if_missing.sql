@@ -1,8 +1,16 @@
-{#- Create every source table that does not exist yet, empty, with the columns and data types
-    declared in models/sources.yml. Lets a plain `dbt build` run on a fresh warehouse; the
-    lakewarden runner overwrites these tables when it loads a snapshot. -#}
+{#- For people who run `dbt build` themselves (the lakewarden runner registers its tables when its
+    session starts and sets var('lakewarden_runner'), which makes this a no-op).
+
+    Spark's catalog is in memory, so a fresh dbt process knows no table. Every source that does
+    not exist yet is declared here with the columns and data types of models/sources.yml:
+    - a table kept across runs (meta.state_table: lifecycle's ledger and policy history,
+      uncommitted GC's runs) is the Parquet directory under $LAKEWARDEN_HOME/tables/<name>, so
+      a plain `dbt build` reads the history the runner keeps;
+    - any other source is an empty view: the build runs, on no data, unless the caller loaded a
+      snapshot into the session first (the test suite, a notebook). -#}
 {% macro create_snapshot_tables_if_missing() %}
-    {%- if execute -%}
+    {%- if execute and not var('lakewarden_runner', false) -%}
+        {%- set home = env_var('LAKEWARDEN_HOME', '.lakewarden') -%}
         {%- set schemas = [] -%}
         {%- for source_node in graph.sources.values() -%}
             {%- if source_node.schema not in schemas -%}
@@ -10,13 +18,22 @@
                 {%- do run_query("create database if not exists " ~ source_node.schema) -%}
             {%- endif -%}
             {%- set columns = [] -%}
+            {%- set nulls = [] -%}
             {%- for column in source_node.columns.values() -%}
                 {%- do columns.append(column.name ~ " " ~ column.data_type) -%}
+                {%- do nulls.append("cast(null as " ~ column.data_type ~ ") as " ~ column.name) -%}
             {%- endfor -%}
-            {%- do run_query(
-                "create table if not exists " ~ source_node.schema ~ "." ~ source_node.identifier
-                ~ " (" ~ columns | join(", ") ~ ") using parquet"
-            ) -%}
+            {%- set qualified = source_node.schema ~ "." ~ source_node.identifier -%}
+            {%- if source_node.meta.get('state_table') -%}
+                {%- do run_query(
+                    "create table if not exists " ~ qualified ~ " (" ~ columns | join(", ") ~ ") using parquet"
+                    ~ " location '" ~ home ~ "/tables/" ~ source_node.identifier ~ "'"
+                ) -%}
+            {%- else -%}
+                {%- do run_query(
+                    "create view if not exists " ~ qualified ~ " as select " ~ nulls | join(", ") ~ " where false"
+                ) -%}
+            {%- endif -%}
         {%- endfor -%}
     {%- endif -%}
     select 1

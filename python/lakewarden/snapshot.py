@@ -61,17 +61,24 @@ class LoadedSnapshot:
     newest_commit_epoch: float | None
 
 
-def source_columns(source_name: str = "lakefs") -> dict[str, list[tuple[str, str]]]:
-    """Table -> [(column, spark type)] as declared in models/sources.yml."""
+@functools.cache
+def _sources() -> dict[str, list[dict[str, Any]]]:
+    """models/sources.yml, read once per process: source name -> its tables."""
     with open(project_dir() / "models" / "sources.yml", encoding="utf-8") as handle:
         document = yaml.safe_load(handle)
-    for source in document["sources"]:
-        if source["name"] == source_name:
-            return {
-                table["name"]: [(c["name"], c["data_type"]) for c in table["columns"]]
-                for table in source["tables"]
-            }
-    raise KeyError(source_name)
+    return {source["name"]: source["tables"] for source in document["sources"]}
+
+
+def source_columns(source_name: str = "lakefs") -> dict[str, list[tuple[str, str]]]:
+    """Table -> [(column, spark type)] as declared in models/sources.yml."""
+    return {
+        table["name"]: [(c["name"], c["data_type"]) for c in table["columns"]] for table in _sources()[source_name]
+    }
+
+
+def source_meta(source_name: str) -> dict[str, dict[str, Any]]:
+    """Table -> its ``meta`` in models/sources.yml (empty when it has none)."""
+    return {table["name"]: dict(table.get("meta") or {}) for table in _sources()[source_name]}
 
 
 def source_ddl(source_name: str, table: str) -> str:

@@ -1,16 +1,24 @@
 """The one embedded Spark session a lakewarden process uses.
 
 dbt-spark's ``session`` method calls ``SparkSession.builder.getOrCreate()``, so whoever builds
-the session first decides the warehouse and metastore. Building it here, before dbt runs, keeps
-the warehouse and the Derby metastore at absolute paths under the state directory, whatever the
-working directory is, and lets the runner, dbt and the sweep share one JVM (JVM start costs ~10 s).
-Under ``spark-submit`` the cluster's session already exists and is reused as is.
+the session first decides the catalog and the warehouse. Building it here, before dbt runs, lets
+the runner, dbt and the sweep share one JVM (JVM start costs ~6 s).
+
+The catalog is Spark's in-memory one, not Hive on Derby: every DDL is a map update instead of a
+metastore round trip, and nothing ties a state dir to one process. What a run computes lives in a
+scratch warehouse of this process (``STATE/work/<pid>-<token>``, removed at exit); what a job keeps
+across runs lives as Parquet under ``STATE/tables`` (lakewarden.state_tables), registered when the
+session starts. Under ``spark-submit`` the cluster's session already exists and is reused as is.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import secrets
+import shutil
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,18 +34,14 @@ def state_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(raw).expanduser().resolve()
 
 
-def spark_conf(state: Path) -> dict[str, str]:
-    """Static Spark settings for the embedded engine (also written into the dbt profile)."""
-    warehouse = state / "warehouse"
-    metastore = state / "metastore_db"
+def spark_conf(warehouse: Path) -> dict[str, str]:
+    """Static Spark settings for the embedded engine."""
     log4j = Path(__file__).with_name("log4j2.properties")
     return {
+        # In-memory catalog: no metastore database, no lock on the state dir (module docstring).
+        "spark.sql.catalogImplementation": "in-memory",
         "spark.sql.warehouse.dir": str(warehouse),
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
-        "spark.driver.extraJavaOptions": (
-            f"-Dderby.system.home={state} -Dderby.stream.error.file={state / 'derby.log'} "
-            f"-Dlog4j2.configurationFile={log4j.as_uri()}"
-        ),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j.as_uri()}",
         # The embedded engine talks to nothing but itself: bind the driver to loopback.
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
@@ -52,6 +56,36 @@ def spark_conf(state: Path) -> dict[str, str]:
     }
 
 
+def scratch_warehouse(state: Path) -> Path:
+    """This process's own warehouse under ``STATE/work``, removed when the process exits.
+
+    Tables a run materialises (marts, the runner's per-run inputs) are this process's business
+    only: a per-process directory lets two processes use one state dir at once, and a fresh one
+    means a managed table never meets the files of an earlier process. Directories of processes
+    that died without cleaning up are removed here too (their pid is no longer alive).
+    """
+    work = state / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    for stale in work.iterdir():
+        pid = stale.name.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    directory = work / f"{os.getpid()}-{secrets.token_hex(3)}"
+    directory.mkdir()
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def under_spark_submit() -> bool:
     """True when spark-submit started this process: its launcher hands the Python driver a
     gateway to the JVM it already configured (PYSPARK_GATEWAY_PORT)."""
@@ -59,15 +93,19 @@ def under_spark_submit() -> bool:
 
 
 def get_or_create(state: Path, *, app_name: str = "lakewarden", master: str | None = None) -> "SparkSession":
-    """Return the active session, or start the embedded one with Hive support under ``state``."""
+    """Return the active session, or start the embedded one (in-memory catalog) under ``state``;
+    either way the state tables are registered (lakewarden.state_tables)."""
     from pyspark.sql import SparkSession
+
+    from lakewarden.state_tables import register_state_tables
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        register_state_tables(active, state)
         return active
-    builder = SparkSession.builder.appName(app_name).enableHiveSupport()
-    # Under spark-submit the cluster's session: master, warehouse and metastore come from
-    # spark-submit, spark-defaults.conf and hive-site.xml, never from the embedded settings.
+    builder = SparkSession.builder.appName(app_name)
+    # Under spark-submit the cluster's session: master, catalog and warehouse come from
+    # spark-submit and spark-defaults.conf, never from the embedded settings.
     if not under_spark_submit():
         state.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -77,10 +115,48 @@ def get_or_create(state: Path, *, app_name: str = "lakewarden", master: str | No
             # Python workers must import lakewarden: run them with this interpreter (the venv's),
             # not whatever python3 is first on PATH (SparkContext reads PYSPARK_PYTHON).
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        for key, value in spark_conf(state).items():
+        for key, value in spark_conf(scratch_warehouse(state)).items():
             builder = builder.config(key, value)
     session = builder.getOrCreate()
     # Spark logs failed tasks (e.g. a malformed snapshot line) as ERROR with JVM stack traces;
     # lakewarden reports those errors itself in one line, so only FATAL goes to the terminal.
     session.sparkContext.setLogLevel(os.environ.get("LAKEWARDEN_SPARK_LOG_LEVEL", "FATAL"))
+    register_state_tables(session, state)
     return session
+
+
+def spark_jobs_started(spark: "SparkSession") -> int | None:
+    """How many Spark jobs this session has started so far (None where the scheduler does not
+    say): a run reports the difference, so a change that adds work shows in its summary."""
+    try:
+        return int(spark.sparkContext._jsc.sc().dagScheduler().nextJobId())
+    except Exception:  # noqa: BLE001 - a figure for the summary, never a reason to fail
+        return None
+
+
+class SparkStarter:
+    """Starts the session on a background thread, so the JVM boots (~6 s) while the main thread
+    reads and validates the job's inputs and imports dbt; ``session()`` waits for it.
+
+    A job that fails on bad input never waits: the thread is a daemon and the JVM exits with
+    this process."""
+
+    def __init__(self, state: Path) -> None:
+        self._state = state
+        self._result: "SparkSession | None" = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="lakewarden-spark-start", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result = get_or_create(self._state)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread by session()
+            self._error = exc
+
+    def session(self) -> "SparkSession":
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result

@@ -18,7 +18,7 @@ os.environ.setdefault("LAKEWARDEN_PROGRESS", "off")
 
 @pytest.fixture(scope="session")
 def test_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """State directory (warehouse + Derby metastore) shared by every Spark test in this run."""
+    """State directory (scratch warehouse, state tables, run history) shared by every Spark test in this run."""
     return tmp_path_factory.mktemp("lakewarden-state")
 
 

@@ -94,8 +94,8 @@ def cluster(tmp_path: Path) -> Iterator[str]:
 
 def submit_command(master: str, state: Path, bin_dir: Path) -> list[str]:
     """spark-submit as the README's cluster section shows it, with the built wheel installed in a
-    fresh venv: its entry point, its Python for driver and executors, warehouse and metastore
-    under the state dir."""
+    fresh venv: its entry point, its Python for driver and executors, the warehouse under the
+    state dir (Spark's in-memory catalog: no metastore to configure)."""
     python = str(bin_dir / "python")
     entry = subprocess.run(
         [python, "-c", "import lakewarden, os; print(os.path.join(os.path.dirname(lakewarden.__file__), '__main__.py'))"],
@@ -110,7 +110,6 @@ def submit_command(master: str, state: Path, bin_dir: Path) -> list[str]:
         "--conf", "spark.driver.host=127.0.0.1",
         "--conf", "spark.driver.bindAddress=127.0.0.1",
         "--conf", f"spark.sql.warehouse.dir={state / 'warehouse'}",
-        "--conf", f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={state / 'metastore_db'};create=true",
         "--conf", "spark.sql.session.timeZone=UTC",
         "--conf", "spark.sql.legacy.createHiveTableByDefault=false",
         "--conf", "spark.ui.enabled=false",

@@ -73,12 +73,11 @@ def test_dry_run_then_sweep_makes_the_next_lifecycle_run_incremental(spark: Any,
     }
     assert statuses == {"running", "marked", "swept"}
     # the swept event is imported once: a later run finds nothing new to import
-    from lakewarden.snapshot import source_columns, source_ddl
+    from lakewarden.snapshot import source_columns
     from lakewarden.sweep.ledger import import_lifecycle_sweeps
 
     columns = [name for name, _ in source_columns("lakewarden")["lifecycle_run_events"]]
-    events = "lakewarden_snapshot.lifecycle_run_events"
-    assert import_lifecycle_sweeps(spark, test_state_dir, events, source_ddl("lakewarden", "lifecycle_run_events"), columns) == []
+    assert import_lifecycle_sweeps(spark, test_state_dir, "lifecycle_run_events", columns) == []
 
 
 def test_dry_run_then_sweep_leaves_an_optimized_base_for_uncommitted_gc(spark: Any, test_state_dir: Path, tmp_path: Path) -> None:

@@ -1,18 +1,15 @@
 -- Step 1 of the design, the policy table: one row per (run, rule, branch) of every lifecycle
--- run's policy, dry runs and failed runs included. A rule's days give its all-branches row
--- (branch_id null), each branch_days entry a row of its own; disabled rules have none.
--- Appended per run (insert_overwrite on run_id: re-running a run id replaces its rows).
-
-{{
-    config(
-        materialized='incremental',
-        incremental_strategy='insert_overwrite',
-        partition_by=['run_id'],
-        on_schema_change='fail'
-    )
-}}
+-- run's policy. A rule's days give its all-branches row (branch_id null), each branch_days entry a
+-- row of its own; disabled rules have none. Earlier runs' rows come from the state dir's history
+-- (the runner appends this run's rows to it after the build); this run's are computed here.
 
 with
+
+history as (
+
+    select * from {{ ref('stg_lakewarden__lifecycle_policy_history') }}
+
+),
 
 rules as (
 
@@ -75,7 +72,7 @@ policy_rows as (
 
 ),
 
-final as (
+this_run_rows as (
 
     select
         repository.repository_id,
@@ -89,6 +86,31 @@ final as (
         '{{ var("run_id") }}' as run_id
     from policy_rows
     cross join repository
+
+),
+
+earlier_runs_rows as (
+
+    select
+        repository_id,
+        storage_namespace,
+        rule_id,
+        prefix,
+        branch_id,
+        days,
+        date_to_be_deleted,
+        run_at,
+        run_id
+    from history
+    where run_id != '{{ var("run_id") }}'
+
+),
+
+final as (
+
+    select * from earlier_runs_rows
+    union all
+    select * from this_run_rows
 
 )
 

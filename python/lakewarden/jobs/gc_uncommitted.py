@@ -37,6 +37,7 @@ from lakewarden.jobs.common import (
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.s3client import s3_options
 from lakewarden.report import Report, write_json_atomic
+from lakewarden.state_tables import append_rows, qualified, state_lock
 from lakewarden.timestamps import from_spark
 
 log = logging.getLogger(__name__)
@@ -51,18 +52,13 @@ MIN_SAFE_AGE = timedelta(hours=1)
 #: must not take it for an object written after this run (its range is not read again), so the
 #: cutoff lies this far past the Last Commit.
 STORAGE_CLOCK_SKEW = CLOCK_SKEW
-RUNS_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_runs"
+RUNS = "uncommitted_gc_runs"  # a state table (lakewarden.state_tables), kept across runs
+RUNS_TABLE = qualified(RUNS)
 PREVIOUS_INVENTORY_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_inventory"
 PREVIOUS_RANGES_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_ranges"
 STORAGE_TABLE = f"{SNAPSHOT_SCHEMA}.storage_inventory"
 INVENTORY_DDL = "physical_address string, size bigint, last_modified timestamp"
 RANGES_DDL = "range_id string"
-RUNS_DDL = (
-    "run_id string, repository_id string, storage_namespace string, run_mode string, dry_run boolean, "
-    "run_at timestamp, storage_observed_at timestamp, storage_cutoff timestamp, last_commit_id string, "
-    "last_commit_created_at timestamp, min_age_seconds bigint, uncommitted_inventory_location string, "
-    "scanned_ranges_location string, num_marked bigint, finished_at timestamp"
-)
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -132,14 +128,16 @@ class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
         return UncommittedInputs(min_age, s3_options(args.s3_endpoint, args.s3_region))
 
     def mark(self, context: JobContext, inputs: UncommittedInputs, args: argparse.Namespace) -> "UncommittedGcResult":
-        return mark_uncommitted(
-            context,
-            manifest=args.inventory,
-            min_age=inputs.min_age,
-            clean=args.clean,
-            report_dir=args.report,
-            s3_options=inputs.s3_options,
-        )
+        # the run history is read (the previous run), then appended: one writer at a time
+        with state_lock(context.state, f"uncommitted GC run {context.run_id}"):
+            return mark_uncommitted(
+                context,
+                manifest=args.inventory,
+                min_age=inputs.min_age,
+                clean=args.clean,
+                report_dir=args.report,
+                s3_options=inputs.s3_options,
+            )
 
     def describe(self, marked: "UncommittedGcResult") -> list[str]:
         return describe_result(marked)
@@ -168,8 +166,6 @@ def _parse_manifest_time(manifest: str, s3_options: Mapping[str, Any]) -> dateti
 def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None, str]:
     """The last successful run on this namespace usable as a base, and why (not)."""
     spark = context.spark
-    if not spark.catalog.tableExists(RUNS_TABLE):
-        return None, "no previous run"
     from pyspark.sql import functions as F
 
     rows = (
@@ -341,9 +337,6 @@ def _append_history(
     num_marked: int,
 ) -> None:
     """Append this run to the history (append only: never updated or deleted)."""
-    spark = context.spark
-    if not spark.catalog.tableExists(RUNS_TABLE):
-        spark.sql(f"create table {RUNS_TABLE} ({RUNS_DDL}) using parquet")
     row = (
         context.run_id,
         context.snapshot.repository.repository_id,
@@ -361,8 +354,7 @@ def _append_history(
         num_marked,
         datetime.now(timezone.utc),
     )
-    frame = spark.createDataFrame([row], RUNS_DDL)
-    frame.write.mode("append").format("parquet").saveAsTable(RUNS_TABLE)
+    append_rows(context.spark, context.state, RUNS, [row])
 
 
 def describe_result(result: UncommittedGcResult) -> list[str]:

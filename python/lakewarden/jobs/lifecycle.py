@@ -31,6 +31,7 @@ from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.report import Report, default_report_dir
 from lakewarden.snapshot import source_columns, source_ddl
+from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,8 @@ log = logging.getLogger(__name__)
 JOB = "lifecycle"
 MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures"
 RULES_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_policy_rules"
-EVENTS_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_run_events"
+EVENTS = "lifecycle_run_events"  # state tables (lakewarden.state_tables), kept across runs
+POLICY_HISTORY = "lifecycle_policy_history"
 POTENTIAL_MODES = ("complete", "seed")
 STATS_COLUMNS = (
     "run_id", "run_status", "dry_run", "rule_id", "prefix", "branch_id", "date_to_be_deleted",
@@ -91,7 +93,9 @@ class Lifecycle(Job[LifecyclePolicy, LifecycleResult]):
         return load_lifecycle_policy(args.policy)  # bad policy: exit 2 before Spark starts
 
     def mark(self, context: JobContext, inputs: LifecyclePolicy, args: argparse.Namespace) -> LifecycleResult:
-        return mark_lifecycle(context, inputs, potential_mode=args.potential_commits, full=args.full, report_dir=args.report)
+        # the ledger and the policy history are read, then appended: one writer at a time
+        with state_lock(context.state, f"lifecycle run {context.run_id}"):
+            return mark_lifecycle(context, inputs, potential_mode=args.potential_commits, full=args.full, report_dir=args.report)
 
     def describe(self, marked: LifecycleResult) -> list[str]:
         return describe_result(marked)
@@ -136,9 +140,6 @@ class RunLedger:
         num_failed: int | None = None,
         error: str | None = None,
     ) -> None:
-        spark = self.context.spark
-        spark.sql(f"create database if not exists {SNAPSHOT_SCHEMA}")
-        spark.sql(f"create table if not exists {EVENTS_TABLE} ({self.ddl}) using parquet")
         repository = self.context.snapshot.repository
         values = {
             "run_id": self.context.run_id,
@@ -155,8 +156,16 @@ class RunLedger:
             "num_failed": num_failed,
             "error": error,
         }
-        row = tuple(values[name] for name in self.columns)
-        spark.createDataFrame([row], self.ddl).write.insertInto(EVENTS_TABLE)
+        append_rows(self.context.spark, self.context.state, EVENTS, [tuple(values[name] for name in self.columns)])
+
+
+def record_policy(context: JobContext) -> None:
+    """Append this run's rows of ``lifecycle_policy`` to the state dir's policy history, the
+    table later runs read their predecessors' policies from."""
+    from pyspark.sql import functions as F
+
+    this_run = context.table("lifecycle_policy").where(F.col("run_id") == context.run_id)
+    append_frame(context.spark, context.state, POLICY_HISTORY, this_run)
 
 
 def write_policy_table(context: JobContext, policy: LifecyclePolicy) -> None:
@@ -201,9 +210,10 @@ def mark_lifecycle(
         # dry runs swept completely since by 'lakewarden sweep' count as deleting runs
         from lakewarden.sweep.ledger import import_lifecycle_sweeps
 
-        import_lifecycle_sweeps(context.spark, context.state, EVENTS_TABLE, ledger.ddl, ledger.columns)
+        import_lifecycle_sweeps(context.spark, context.state, EVENTS, ledger.columns)
         ledger.record("running")
         context.build_models(MARK_MODELS, lifecycle_potential_commits=potential_mode, lifecycle_full=full)
+        record_policy(context)
         figures = _figures(context)
         marked = context.table("lifecycle_marked_addresses")
         totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()

@@ -82,11 +82,21 @@ class Job(Generic[InputsT, MarkedT]):
 def run_job(job: Job[Any, Any], args: argparse.Namespace) -> int:
     """The phases in order; exit 0 when everything marked was deleted (or a dry run), 1 when the
     sweep failed for some addresses or stopped part-way (the report says which)."""
+    from lakewarden.project import SENT
+    from lakewarden.spark_session import spark_jobs_started
+
     inputs = job.read_inputs(args)
     context = start_job(args, job.name)
+    queries, jobs = SENT["queries"], spark_jobs_started(context.spark)
     marked = job.mark(context, inputs, args)
+    work = {"dbt_queries": SENT["queries"] - queries}
+    after = spark_jobs_started(context.spark)
+    if jobs is not None and after is not None:
+        work["spark_jobs"] = after - jobs
+    marked.report.update(**work)
     for line in job.describe(marked):
         print(line, file=sys.stdout)
+    print("work: " + ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in work.items()), file=sys.stdout)
     directory = Path(marked.report.directory)
     print(f"report: {directory}", file=sys.stdout)
     if (directory / "report.html").exists():

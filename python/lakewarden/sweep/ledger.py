@@ -87,7 +87,7 @@ def _parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
-def import_lifecycle_sweeps(spark: "SparkSession", state: Path, events_table: str, ddl: str, columns: Sequence[str]) -> list[str]:
+def import_lifecycle_sweeps(spark: "SparkSession", state: Path, events: str, columns: Sequence[str]) -> list[str]:
     """Fold complete sweeps of lifecycle runs into the ledger as ``swept`` events; the run ids.
 
     A run gets its ``swept`` event once (the ledger is append only; a run that already has one is
@@ -95,13 +95,15 @@ def import_lifecycle_sweeps(spark: "SparkSession", state: Path, events_table: st
     listed). Rows read are the events of the swept runs only: a few per sweep.
     """
     sweeps = {entry["run_id"]: entry for entry in read_sweeps(state) if entry.get("job") == LIFECYCLE_JOB}
-    if not sweeps or not spark.catalog.tableExists(events_table):
+    if not sweeps:
         return []
     from pyspark.sql import functions as F
 
-    events = spark.table(events_table).where(F.col("run_id").isin(sorted(sweeps))).collect()
+    from lakewarden.state_tables import append_rows, qualified
+
+    recorded = spark.table(qualified(events)).where(F.col("run_id").isin(sorted(sweeps))).collect()
     by_run: dict[str, list[Any]] = {}
-    for event in events:
+    for event in recorded:
         by_run.setdefault(event["run_id"], []).append(event)
     rows = []
     for run_id, entry in sorted(sweeps.items()):
@@ -120,7 +122,7 @@ def import_lifecycle_sweeps(spark: "SparkSession", state: Path, events_table: st
         )
         rows.append(tuple(values[name] for name in columns))
     if rows:
-        spark.createDataFrame(rows, ddl).write.insertInto(events_table)
+        append_rows(spark, state, events, rows)
         log.info("run ledger: %d lifecycle run(s) swept by 'lakewarden sweep' recorded as deleting runs", len(rows))
     return [row[list(columns).index("run_id")] for row in rows]
 

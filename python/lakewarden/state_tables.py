@@ -1,0 +1,151 @@
+"""What a job keeps across runs: Parquet tables under ``STATE/tables``, and the lock that
+serialises their writers.
+
+Lifecycle's ledger (``lifecycle_run_events``) and policy history (``lifecycle_policy_history``)
+and uncommitted GC's run history (``uncommitted_gc_runs``) are the only tables that outlive a
+process. They are plain Parquet directories, so any tool can read them, and Spark's in-memory
+catalog knows them only because :func:`register_state_tables` points a table at each directory
+when the session starts (``macros/create_snapshot_tables_if_missing.sql`` does the same for people
+who run ``dbt build`` themselves). Their columns are declared once, in ``models/sources.yml``
+(source ``lakewarden``).
+
+Readers need nothing: Parquet files are written whole and then appear, so two processes can read
+one state dir at once. Writers take :func:`state_lock`: a job that reads its history, computes
+and appends must not interleave with another run doing the same on the same state dir. The lock
+says who holds it (pid, command, since when), and a second writer stops at once with that line
+rather than wait behind a run that may take an hour.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sys
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+
+from lakewarden.errors import LakewardenError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+#: Database of the runner-written tables (the dbt var ``snapshot_schema``, source ``lakewarden``).
+STATE_SCHEMA = "lakewarden_snapshot"
+TABLES_DIR = "tables"
+LOCK_FILE = ".lock"
+
+_registered: dict[int, Path] = {}
+_held = threading.local()
+
+
+class StateLocked(LakewardenError):
+    """Another process is writing this state dir's tables."""
+
+
+def table_location(state: Path, table: str) -> Path:
+    return Path(state) / TABLES_DIR / table
+
+
+def qualified(table: str) -> str:
+    return f"{STATE_SCHEMA}.{table}"
+
+
+def state_table_names() -> tuple[str, ...]:
+    """The tables kept across runs: the sources of ``models/sources.yml`` (source ``lakewarden``)
+    whose ``meta`` says ``state_table: true`` (the on-run-start macro reads the same flag)."""
+    from lakewarden.snapshot import source_meta
+
+    return tuple(name for name, meta in source_meta("lakewarden").items() if meta.get("state_table"))
+
+
+def _ddl(table: str) -> str:
+    from lakewarden.snapshot import source_ddl
+
+    return source_ddl("lakewarden", table)
+
+
+def _quoted(path: Path) -> str:
+    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def register_state_tables(spark: "SparkSession", state: Path) -> None:
+    """Point the session's state tables at ``STATE/tables/<name>`` (created empty when absent).
+
+    Cheap (three catalog entries, no scan) and idempotent; a session that is handed another
+    state dir (the test suite does that) re-points them: dropping an external table never
+    deletes its files."""
+    state = Path(state).resolve()
+    key = id(spark)
+    if _registered.get(key) == state:
+        return
+    spark.sql(f"create database if not exists {STATE_SCHEMA}")
+    for table in state_table_names():
+        location = table_location(state, table)
+        location.mkdir(parents=True, exist_ok=True)
+        spark.sql(f"drop table if exists {qualified(table)}")
+        spark.sql(f"create table {qualified(table)} ({_ddl(table)}) using parquet location {_quoted(location)}")
+    _registered[key] = state
+
+
+def append_rows(spark: "SparkSession", state: Path, table: str, rows: Sequence[Sequence[Any]]) -> None:
+    """Append rows (in the declared column order) to a state table, under the state lock."""
+    with state_lock(state, f"append to {table}"):
+        register_state_tables(spark, state)
+        spark.createDataFrame(list(rows), _ddl(table)).write.insertInto(qualified(table))
+        spark.catalog.refreshTable(qualified(table))
+
+
+def append_frame(spark: "SparkSession", state: Path, table: str, frame: Any) -> None:
+    """Append a DataFrame with the table's columns (selected by name) to a state table."""
+    from lakewarden.snapshot import source_columns
+
+    columns = [name for name, _ in source_columns("lakewarden")[table]]
+    with state_lock(state, f"append to {table}"):
+        register_state_tables(spark, state)
+        frame.select(*columns).write.insertInto(qualified(table))
+        spark.catalog.refreshTable(qualified(table))
+
+
+@contextlib.contextmanager
+def state_lock(state: Path, what: str) -> Iterator[None]:
+    """Hold the state dir's writer lock for ``what`` (re-entrant within this process).
+
+    Raises :class:`StateLocked` naming the holder when another process has it."""
+    depth = getattr(_held, "depth", 0)
+    if depth:
+        _held.depth = depth + 1
+        try:
+            yield
+        finally:
+            _held.depth -= 1
+        return
+    path = Path(state) / TABLES_DIR / LOCK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise StateLocked(f"state dir {state} is being written by {holder}; try again when it has finished") from None
+        handle.seek(0)
+        handle.truncate()
+        since = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv[:4]), "doing": what, "since": since}))
+        handle.flush()
+        _held.depth = 1
+        try:
+            yield
+        finally:
+            _held.depth = 0
+            handle.seek(0)
+            handle.truncate()
+            handle.flush()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    finally:
+        handle.close()
