@@ -188,23 +188,26 @@ def commits_table_path(snapshot_dir: Path) -> Path:
 
 
 def start_job(args: argparse.Namespace, job: str) -> JobContext:
-    """Validate the clock, start Spark, load and validate the snapshot."""
+    """Validate the clock and the snapshot, then start Spark and point the source tables at the snapshot."""
     now = parse_now(args.now, dry_run=args.dry_run)
     state = state_dir(args.state)
     snapshot_dir = resolve_snapshot(args, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark starts
-    from lakewarden.snapshot import load_snapshot, read_repository  # pyarrow: only jobs pay it
+    from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it
+    from lakewarden.snapshot_check import check_snapshot
 
-    root = blockstore_root(read_repository(snapshot_dir).storage_namespace, getattr(args, "local_blockstore", None))
-    spark = get_or_create(state)
-    snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA, cache_dir=state / "snapshot-cache")
-    if snapshot.newest_commit_epoch is not None and snapshot.newest_commit_epoch > now.timestamp():
-        newest = datetime.fromtimestamp(snapshot.newest_commit_epoch, timezone.utc)
+    # the whole snapshot check runs before the JVM: a bad snapshot costs no Spark start
+    checked = check_snapshot(snapshot_dir, cache_dir=state / "snapshot-cache")
+    root = blockstore_root(checked.repository.storage_namespace, getattr(args, "local_blockstore", None))
+    if checked.newest_commit_epoch is not None and checked.newest_commit_epoch > now.timestamp():
+        newest = datetime.fromtimestamp(checked.newest_commit_epoch, timezone.utc)
         raise BadInput(
             f"{rfc3339(now)} is before the newest commit ({rfc3339(newest)}): the clock or the snapshot is wrong",
             source=str(commits_table_path(snapshot_dir)),
             field="--now",
         )
+    spark = get_or_create(state)
+    snapshot = register_snapshot(spark, checked, schema=SNAPSHOT_SCHEMA)
     return JobContext(
         job=job,
         run_id=new_run_id(job),
