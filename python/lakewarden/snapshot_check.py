@@ -42,6 +42,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from lakewarden.errors import BadInput
+from lakewarden.project import project_dir
 from lakewarden.snapshot import (
     ADDRESS_TYPES,
     NOT_NULL,
@@ -59,7 +60,8 @@ log = logging.getLogger(__name__)
 
 CHECK_VERSION = 1  # bump when a check changes: memos of older checks are then ignored
 BATCH_ROWS = 64 * 1024
-JSON_BLOCK_BYTES = 16 << 20  # JSONL read in 16 MiB blocks: ~100k ranges rows per row group written
+JSON_BLOCK_BYTES = 1 << 20  # the streaming JSON reader holds a few such blocks (read ahead)
+ROW_GROUP_ROWS = 128 * 1024  # rows per row group of a JSONL table's conversion
 RACY_SECONDS = 2.0
 REVALIDATE_ENV = "LAKEWARDEN_REVALIDATE"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -147,7 +149,8 @@ def _files(path: Path) -> list[Path]:
 
 def snapshot_fingerprint(snapshot_dir: Path, paths: Mapping[str, Path]) -> str:
     """Identity of everything a check reads (see the module's docstring for why it suffices)."""
-    digest = hashlib.sha256(f"check {CHECK_VERSION}\0{json.dumps(source_columns('lakefs'))}\n".encode())
+    declared = (project_dir() / "models" / "sources.yml").read_bytes()  # the declared columns, unparsed: cheap
+    digest = hashlib.sha256(f"check {CHECK_VERSION}\n".encode() + declared)
     for path in [snapshot_dir / "repository.json", *(paths[name] for name in SNAPSHOT_TABLES)]:
         for file in _files(path):
             info = file.stat()
@@ -253,10 +256,12 @@ def convert_jsonl(path: Path, name: str, cache_dir: Path) -> Path:
 
 def _write_jsonl_as_parquet(path: Path, schema: pa.Schema, out: Path) -> None:
     """Stream ``path`` into one Parquet file of the declared types; times are read as text and
-    converted as Spark's ``to_timestamp`` does. Malformed JSON is bad input naming the file."""
+    converted as Spark's ``to_timestamp`` does. Malformed JSON is bad input naming the file.
+    Memory: the reader's few blocks of :data:`JSON_BLOCK_BYTES` plus one row group."""
     text_schema = pa.schema([pa.field(f.name, pa.string()) if pa.types.is_timestamp(f.type) else f for f in schema])
     options = pa_json.ParseOptions(explicit_schema=text_schema, unexpected_field_behavior="ignore")
-    with pq.ParquetWriter(out, schema) as writer:
+    dictionary = [c for c in _DICTIONARY_COLUMNS if c in schema.names]
+    with pq.ParquetWriter(out, schema, use_dictionary=dictionary or False) as writer:
         try:
             reader = pa_json.open_json(path, read_options=pa_json.ReadOptions(block_size=JSON_BLOCK_BYTES), parse_options=options)
         except pa.ArrowInvalid as exc:
@@ -265,10 +270,25 @@ def _write_jsonl_as_parquet(path: Path, schema: pa.Schema, out: Path) -> None:
                 return
             raise BadInput(f"malformed ({_first_line(exc)})", source=str(path)) from None
         try:
-            for batch in reader:
-                writer.write_batch(_declared_batch(batch, schema))
+            for group in _row_groups(_declared_batch(batch, schema) for batch in reader):
+                writer.write_table(pa.Table.from_batches(group, schema=schema))
         except pa.ArrowInvalid as exc:
             raise BadInput(f"malformed ({_first_line(exc)})", source=str(path)) from None
+
+
+def _row_groups(batches: Iterable[pa.RecordBatch]) -> Iterator[list[pa.RecordBatch]]:
+    """Batches gathered into row groups of about :data:`ROW_GROUP_ROWS` rows (a JSON block is
+    a few thousand rows: as many row groups would make the Parquet slow to read)."""
+    group: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        group.append(batch)
+        rows += batch.num_rows
+        if rows >= ROW_GROUP_ROWS:
+            yield group
+            group, rows = [], 0
+    if group:
+        yield group
 
 
 def _declared_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

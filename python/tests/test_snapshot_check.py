@@ -443,3 +443,19 @@ def test_a_folder_of_parquet_files_is_one_table(tmp_path: Path) -> None:
     (folder / "_SUCCESS").touch()
     checked = check_snapshot(snapshot, cache_dir=None)
     assert checked.row_counts["ranges"] == 3 and checked.tables["ranges"].data == folder.resolve()
+
+
+def test_jsonl_is_converted_in_row_groups_as_a_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tables = snapshot_rows()
+    tables["metaranges"] = [{"meta_range_id": M1, "range_id": "r0"}, {"meta_range_id": M_EMPTY, "range_id": None}]
+    tables["ranges"] = [
+        {"range_id": "r0", "key": f"k{i}", "address": f"data/{i}", "address_type": "RELATIVE", "last_modified": "2026-01-01T10:00:00+02:00"}
+        for i in range(5000)
+    ]
+    snapshot = write_snapshot(tmp_path / "s", "jsonl", tables)
+    monkeypatch.setattr(snapshot_check, "JSON_BLOCK_BYTES", 64 * 1024)
+    monkeypatch.setattr(snapshot_check, "ROW_GROUP_ROWS", 1000)
+    checked = check_snapshot(snapshot, cache_dir=tmp_path / "cache")
+    converted = pq.ParquetFile(next(checked.tables["ranges"].data.glob("*.parquet")))
+    assert converted.metadata.num_rows == 5000 and converted.metadata.num_row_groups >= 4
+    assert set(converted.read(columns=["last_modified"]).column(0).to_pylist()) == {datetime(2026, 1, 1, 8, tzinfo=timezone.utc)}
