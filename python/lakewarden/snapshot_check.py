@@ -63,6 +63,7 @@ BATCH_ROWS = 64 * 1024
 JSON_BLOCK_BYTES = 1 << 20  # the streaming JSON reader holds a few such blocks (read ahead)
 ROW_GROUP_ROWS = 128 * 1024  # rows per row group of a JSONL table's conversion
 RACY_SECONDS = 2.0
+ABANDONED_SECONDS = 24 * 3600.0  # a temporary conversion this old belongs to a run that was killed
 REVALIDATE_ENV = "LAKEWARDEN_REVALIDATE"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 OPTIONAL_COLUMNS = {("branches", "hidden")}  # absent = default false (CONTRACT 2)
@@ -129,7 +130,7 @@ def check_snapshot(snapshot_dir: Path, *, cache_dir: Path | None, revalidate: bo
     fingerprint = snapshot_fingerprint(snapshot_dir, paths)
     revalidate = revalidate or os.environ.get(REVALIDATE_ENV, "") not in ("", "0")
     if cache_dir is not None and not revalidate:
-        remembered = _read_memo(Path(cache_dir), fingerprint, snapshot_dir, repository)
+        remembered = _read_memo(Path(cache_dir), fingerprint, snapshot_dir, repository, paths)
         if remembered is not None:
             log.info("snapshot %s: validated before (fingerprint %s)", snapshot_dir, fingerprint)
             return remembered
@@ -164,19 +165,22 @@ def _memo_path(cache_dir: Path, fingerprint: str) -> Path:
     return cache_dir / f"validated-{fingerprint}.json"
 
 
-def _read_memo(cache_dir: Path, fingerprint: str, snapshot_dir: Path, repository: Repository) -> CheckedSnapshot | None:
+def _read_memo(
+    cache_dir: Path, fingerprint: str, snapshot_dir: Path, repository: Repository, paths: Mapping[str, Path]
+) -> CheckedSnapshot | None:
     """The remembered check, if it is complete and its Parquet data is still there."""
     try:
         document = json.loads(_memo_path(cache_dir, fingerprint).read_text(encoding="utf-8"))
         tables = {
             name: CheckedTable(
                 name=name,
-                source=Path(entry["source"]),
+                source=paths[name],
                 data=Path(entry["data"]),
                 rows=int(entry["rows"]),
                 columns=tuple(entry["columns"]),
             )
             for name, entry in document["tables"].items()
+            if name in paths
         }
         newest = document["newest_commit_epoch"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -188,7 +192,8 @@ def _read_memo(cache_dir: Path, fingerprint: str, snapshot_dir: Path, repository
 
 def _write_memo(cache_dir: Path, checked: CheckedSnapshot, paths: Mapping[str, Path], started: float) -> None:
     """Remember a passed check, atomically; not while a file may still be being written."""
-    newest_change = max(file.stat().st_mtime for path in paths.values() for file in _files(path))
+    read = [checked.snapshot_dir / "repository.json", *paths.values()]
+    newest_change = max(file.stat().st_mtime for path in read for file in _files(path))
     if newest_change > started - RACY_SECONDS:
         log.info("snapshot %s changed within %ss: not remembered as validated", checked.snapshot_dir, RACY_SECONDS)
         return
@@ -197,7 +202,7 @@ def _write_memo(cache_dir: Path, checked: CheckedSnapshot, paths: Mapping[str, P
         "snapshot_dir": str(checked.snapshot_dir),
         "newest_commit_epoch": checked.newest_commit_epoch,
         "tables": {
-            name: {"source": str(t.source), "data": str(t.data), "rows": t.rows, "columns": list(t.columns)}
+            name: {"data": str(t.data), "rows": t.rows, "columns": list(t.columns)}
             for name, t in checked.tables.items()
         },
     }
@@ -237,6 +242,7 @@ def convert_jsonl(path: Path, name: str, cache_dir: Path) -> Path:
     if (target / "_SUCCESS").exists():
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(cache_dir, f".{target.name}.")
     temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=cache_dir))
     temp.chmod(0o755)  # as Spark made them: readable by whoever reads the warehouse
     try:
@@ -252,6 +258,17 @@ def convert_jsonl(path: Path, name: str, cache_dir: Path) -> Path:
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     return target
+
+
+def _remove_abandoned(cache_dir: Path, prefix: str, *, older_than: float = ABANDONED_SECONDS) -> None:
+    """Temporary conversions of killed runs (never read: only a rename makes one visible)."""
+    limit = time.time() - older_than
+    for leftover in cache_dir.glob(f"{prefix}*"):
+        try:
+            if leftover.stat().st_mtime < limit:
+                shutil.rmtree(leftover, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def _write_jsonl_as_parquet(path: Path, schema: pa.Schema, out: Path) -> None:
@@ -374,8 +391,10 @@ def _proves_no_nulls(stats: Any) -> bool:
 def _single_value(stats: Any) -> tuple[bool, Any]:
     """(True, v) when statistics prove every value of the column chunk is ``v`` (no nulls).
     Sound whatever order the writer compared strings in, and never true of truncated
-    statistics (a truncated max is rounded up, so it differs from the truncated min)."""
-    if _proves_no_nulls(stats) and stats.has_min_max and stats.min == stats.max:
+    statistics (a truncated max is rounded up, so it differs from the truncated min). Only
+    text statistics count: bytes (a column without the string annotation) would never equal
+    the ids read as text."""
+    if _proves_no_nulls(stats) and stats.has_min_max and isinstance(stats.min, str) and stats.min == stats.max:
         return True, stats.min
     return False, None
 
@@ -513,14 +532,14 @@ class _FirstProblem:
 def _check_table(table: _Table, findings: _Findings) -> None:
     """Null and address-type checks of one table, collecting the ids the references need."""
     problem = _FirstProblem(table)
-    whole = getattr(findings, table.name) if table.name in ("commits", "branches", "tags") else None
+    kept = getattr(findings, table.name) if table.name in ("commits", "branches", "tags") else None
     for batch in _batches(table):
         for column in batch.data.schema.names:
             values = _as_declared(column, batch.data.column(column))
             if column in NOT_NULL.get(table.name, ()):
                 problem.null_at(column, batch, values)
-            if whole is not None:
-                whole.setdefault(column, []).extend(values.to_pylist())
+            if kept is not None:  # small tables: their ids are kept whole for the references
+                kept.setdefault(column, []).extend(values.to_pylist())
             elif column == "address_type":
                 problem.address_types(_values(values))
             elif (table.name, column) in _DISTINCT_ONLY:

@@ -459,3 +459,20 @@ def test_jsonl_is_converted_in_row_groups_as_a_stream(tmp_path: Path, monkeypatc
     converted = pq.ParquetFile(next(checked.tables["ranges"].data.glob("*.parquet")))
     assert converted.metadata.num_rows == 5000 and converted.metadata.num_row_groups >= 4
     assert set(converted.read(columns=["last_modified"]).column(0).to_pylist()) == {datetime(2026, 1, 1, 8, tzinfo=timezone.utc)}
+
+
+def test_abandoned_temporary_conversions_are_removed(tmp_path: Path) -> None:
+    snapshot = write_snapshot(tmp_path / "s", "jsonl")
+    cache = tmp_path / "cache"
+    converted = check_snapshot(snapshot, cache_dir=cache).tables["tags"].data
+    killed, running = cache / f".{converted.name}.killed", cache / f".{converted.name}.running"
+    for leftover in (killed, running):
+        leftover.mkdir()
+        (leftover / "part-00000.parquet").write_bytes(b"half")
+    past = time.time() - snapshot_check.ABANDONED_SECONDS - 60
+    os.utime(killed, (past, past))
+    import shutil
+
+    shutil.rmtree(converted)
+    check_snapshot(snapshot, cache_dir=cache)
+    assert not killed.exists() and running.exists(), "only a day-old temporary conversion is someone's abandoned one"
