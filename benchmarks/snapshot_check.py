@@ -65,7 +65,14 @@ def _jsonl_copy(snapshot: Path, target: Path) -> Path:
     return target
 
 
+def _settle(snapshot: Path) -> None:
+    """Wait until the snapshot's files are old enough to be remembered (a just-generated sample)."""
+    newest = max(path.stat().st_mtime for path in snapshot.rglob("*"))
+    time.sleep(max(0.0, newest + RACY_SECONDS + 0.1 - time.time()))
+
+
 def _measure(label: str, snapshot: Path, repeat: int, *, convert: bool) -> None:
+    _settle(snapshot)
     with tempfile.TemporaryDirectory(prefix="lw-check-bench-") as scratch:
         caches = iter(range(10**6))
 
