@@ -25,6 +25,10 @@ from lakewarden.spark_timestamps import spark_timestamp, spark_timestamps
 M1, M_EMPTY = "m1", "m-empty"
 
 
+def _entry(range_id: str, key: str, address: str, address_type: str, modified: str | None, **more: Any) -> dict[str, Any]:
+    return {"range_id": range_id, "key": key, "address": address, "address_type": address_type, "last_modified": modified, **more}
+
+
 def snapshot_rows() -> dict[str, list[dict[str, Any]]]:
     """A small valid history: a root, a commit with two ranges, an empty-tree commit."""
     return {
@@ -41,9 +45,9 @@ def snapshot_rows() -> dict[str, list[dict[str, Any]]]:
             {"meta_range_id": M_EMPTY, "range_id": None},
         ],
         "ranges": [
-            {"range_id": "r1", "key": "a", "address": "data/a", "address_type": "RELATIVE", "last_modified": "2026-01-01T00:00:00Z", "size": 1},
-            {"range_id": "r1", "key": "b", "address": "s3://x/b", "address_type": "full", "last_modified": "2026-01-01T00:00:00Z", "size": 2},
-            {"range_id": "r2", "key": "c", "address": "data/c", "address_type": "RELATIVE", "last_modified": None, "size": 3},
+            _entry("r1", "a", "data/a", "RELATIVE", "2026-01-01T00:00:00Z", size=1),
+            _entry("r1", "b", "s3://x/b", "full", "2026-01-01T00:00:00Z", size=2),
+            _entry("r2", "c", "data/c", "RELATIVE", None, size=3),
         ],
         "staged": [{"branch_id": "dev", "key": "d", "address": "data/d", "address_type": "RELATIVE"}],
     }
@@ -214,7 +218,12 @@ BAD_ROWS = [
         "'SOMEWHERE' is not one of RELATIVE, FULL, BY_PREFIX_DEPRECATED",
     ),
     ("null-address", _edit("ranges", lambda rows: rows[1].update(address=None)), "ranges", "address: a row has no address"),
-    ("null-commit-time", _edit("commits", lambda rows: rows[1].update(creation_date=None)), "commits", "a row has no creation_date"),
+    (
+        "null-commit-time",
+        _edit("commits", lambda rows: rows[1].update(creation_date=None)),
+        "commits",
+        "a row has no creation_date",
+    ),
     (
         "null-before-address-type",
         _edit("ranges", lambda rows: rows[2].update(address_type="nope", key=None)),
@@ -234,7 +243,7 @@ def test_bad_rows_are_one_bad_input_naming_the_file(tmp_path: Path, fmt: str, da
     text = str(caught.value)
     assert text.startswith(str(snapshot / f"{source}.{fmt}")) and message in text, text
     assert "\n" not in text
-    assert not list((tmp_path / "cache").glob("validated-*.json")) if (tmp_path / "cache").exists() else True
+    assert not list(tmp_path.glob("cache/validated-*.json")), "a bad snapshot is never remembered"
 
 
 def test_unparseable_jsonl_time_is_a_missing_time(tmp_path: Path) -> None:
@@ -448,10 +457,7 @@ def test_a_folder_of_parquet_files_is_one_table(tmp_path: Path) -> None:
 def test_jsonl_is_converted_in_row_groups_as_a_stream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tables = snapshot_rows()
     tables["metaranges"] = [{"meta_range_id": M1, "range_id": "r0"}, {"meta_range_id": M_EMPTY, "range_id": None}]
-    tables["ranges"] = [
-        {"range_id": "r0", "key": f"k{i}", "address": f"data/{i}", "address_type": "RELATIVE", "last_modified": "2026-01-01T10:00:00+02:00"}
-        for i in range(5000)
-    ]
+    tables["ranges"] = [_entry("r0", f"k{i}", f"data/{i}", "RELATIVE", "2026-01-01T10:00:00+02:00") for i in range(5000)]
     snapshot = write_snapshot(tmp_path / "s", "jsonl", tables)
     monkeypatch.setattr(snapshot_check, "JSON_BLOCK_BYTES", 64 * 1024)
     monkeypatch.setattr(snapshot_check, "ROW_GROUP_ROWS", 1000)
