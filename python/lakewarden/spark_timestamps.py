@@ -22,8 +22,11 @@ import pyarrow.compute as pc
 
 UTC_MICROS = pa.timestamp("us", tz="UTC")
 
-# RFC 3339 with an offset of at most 18 hours: for these Arrow's cast gives Spark's instant, in C++.
-_PLAIN_RFC3339 = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-](0\d|1[0-7]):[0-5]\d|[+-]18:00)$"
+# RFC 3339 with an offset of at most 18 hours, or with none (UTC, the session time zone): for
+# these Arrow's cast gives Spark's instant, in C++.
+_PLAIN = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?"
+_PLAIN_RFC3339 = _PLAIN + r"(Z|[+-](0\d|1[0-7]):[0-5]\d|[+-]18:00)$"
+_PLAIN_UTC = _PLAIN + "$"
 
 _SPARK_TEXT = re.compile(
     r"\+?(?P<year>\d{4,7})(?:-(?P<month>\d{1,2})(?:-(?P<day>\d{1,2})(?:[T ](?P<time>.*))?)?)?",
@@ -52,16 +55,18 @@ _MAX_OFFSET = timedelta(hours=18)
 def spark_timestamps(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     """``to_timestamp`` of each string, as ``timestamp[us, UTC]`` (null where Spark gives null).
 
-    Plain RFC 3339 text (what lakeFS and ``extract`` write) is cast by Arrow in one call; any
-    other form falls back to :func:`spark_timestamp` value by value."""
+    Plain RFC 3339 text (what lakeFS and ``extract`` write), or a batch of such text all
+    without offsets, is cast by Arrow in one call; any other form falls back to
+    :func:`spark_timestamp` value by value."""
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     trimmed = pc.utf8_trim_whitespace(texts)
-    if pc.all(pc.match_substring_regex(trimmed, _PLAIN_RFC3339)).as_py() is not False:
-        try:
-            return pc.cast(trimmed, UTC_MICROS)
-        except pa.ArrowInvalid:  # e.g. 2026-02-30: Spark gives null, so decide value by value
-            pass
+    for pattern, read_as in ((_PLAIN_RFC3339, UTC_MICROS), (_PLAIN_UTC, pa.timestamp("us"))):
+        if pc.all(pc.match_substring_regex(trimmed, pattern)).as_py() is not False:
+            try:
+                return pc.cast(pc.cast(trimmed, read_as), UTC_MICROS)
+            except pa.ArrowInvalid:  # e.g. 2026-02-30: Spark gives null, so decide value by value
+                break
     return pa.array([spark_timestamp(text) for text in texts.to_pylist()], UTC_MICROS)
 
 

@@ -160,9 +160,17 @@ def test_timestamps_match_spark_to_timestamp(text: str) -> None:
     assert spark_timestamps(pa.array([text, "2026-01-01T00:00:00Z"])).cast(pa.int64())[0].as_py() == expected
 
 
-def test_plain_rfc3339_batches_take_the_vectorised_path() -> None:
-    texts = pa.array(["2026-01-01T10:00:00+02:00", None, "2026-01-01T10:00:00.5Z"])
-    assert spark_timestamps(texts).cast(pa.int64()).to_pylist() == [1767254400000000, None, 1767261600500000]
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["2026-01-01T10:00:00+02:00", None, "2026-01-01T10:00:00.5Z"],  # vectorised, with offsets
+        ["2026-01-01 10:00:00", None, "2026-01-01T10:00:00.5"],  # vectorised, none: UTC
+        ["2026-01-01T10:00:00+02:00", "2026-02-30T00:00:00Z", "2026-01-01 10:00:00"],  # value by value
+    ],
+)
+def test_batches_agree_with_the_value_by_value_reading(texts: list[str | None]) -> None:
+    expected = [spark_timestamp(text) for text in texts]
+    assert spark_timestamps(pa.array(texts, pa.string())).cast(pa.int64()).to_pylist() == expected
 
 
 # -- bad input ---------------------------------------------------------------------------------
