@@ -92,7 +92,7 @@ def _measure(label: str, snapshot: Path, repeat: int, *, convert: bool) -> None:
     rows = ", ".join(f"{k}={v}" for k, v in first.row_counts.items())
     print(f"{label}: {rows}")
     for what, seconds in results.items():
-        print(f"  check_snapshot {what:<28} {seconds:8.3f} s")
+        print(f"  check_snapshot {what:<28} {seconds:9.4f} s")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,8 +76,11 @@ _DISTINCT_ONLY = {
     ("ranges", "address_type"),
     ("staged", "address_type"),
 }
-# Read dictionary-encoded: few distinct values per row group, so their distinct values are cheap.
-_DICTIONARY_COLUMNS = ["range_id", "meta_range_id", "address_type"]
+# Read dictionary-encoded: a handful of values, so a batch's distinct values cost nothing. (Ids
+# are read plain: a row group's dictionary of up to a million ids would ride along every batch.)
+_READ_DICTIONARY = ["address_type"]
+# Written dictionary-encoded in a JSONL table's conversion: values repeated row after row.
+_WRITE_DICTIONARY = ["range_id", "meta_range_id", "address_type"]
 _VALUE_COLUMNS = {
     "commits": ("commit_id", "parents", "meta_range_id", "creation_date"),
     "branches": ("branch_id", "commit_id"),
@@ -277,7 +280,7 @@ def _write_jsonl_as_parquet(path: Path, schema: pa.Schema, out: Path) -> None:
     Memory: the reader's few blocks of :data:`JSON_BLOCK_BYTES` plus one row group."""
     text_schema = pa.schema([pa.field(f.name, pa.string()) if pa.types.is_timestamp(f.type) else f for f in schema])
     options = pa_json.ParseOptions(explicit_schema=text_schema, unexpected_field_behavior="ignore")
-    dictionary = [c for c in _DICTIONARY_COLUMNS if c in schema.names]
+    dictionary = [c for c in _WRITE_DICTIONARY if c in schema.names]
     with pq.ParquetWriter(out, schema, use_dictionary=dictionary or False) as writer:
         try:
             reader = pa_json.open_json(path, read_options=pa_json.ReadOptions(block_size=JSON_BLOCK_BYTES), parse_options=options)
@@ -347,9 +350,9 @@ def _parquet_files(data: Path) -> list[Path]:
 
 
 def _open_parquet(path: Path) -> pq.ParquetFile:
-    """A Parquet file whose id and address-type columns are read dictionary-encoded."""
+    """A Parquet file whose address types are read dictionary-encoded."""
     plain = pq.ParquetFile(path)
-    dictionary = [c for c in _DICTIONARY_COLUMNS if c in plain.schema_arrow.names]
+    dictionary = [c for c in _READ_DICTIONARY if c in plain.schema_arrow.names]
     return pq.ParquetFile(path, metadata=plain.metadata, read_dictionary=dictionary) if dictionary else plain
 
 
