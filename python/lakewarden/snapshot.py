@@ -155,16 +155,23 @@ def _select_sql(source: str, columns: list[tuple[str, str]], present: list[str])
     return f"select {', '.join(selected)} from {source}"
 
 
+def _file_identity(file: Path) -> str:
+    """What changes whenever a file's bytes may have: its resolved path, size, modification and
+    change times and inode (writing moves the times; replacing it, even by a copy that keeps
+    the modification time, moves the change time or the inode)."""
+    info = file.stat()
+    return f"{file.resolve()}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_ino}\n"
+
+
 def _fingerprint(path: Path) -> str:
-    """Identity of a stored table's bytes (paths, sizes, modification times): a JSONL table is
+    """Identity of a stored table's bytes (a file, or a folder's files): a JSONL table is
     converted again only when this changes."""
     import hashlib
 
     digest = hashlib.sha256()
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     for file in files:
-        info = file.stat()
-        digest.update(f"{file.resolve()}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+        digest.update(_file_identity(file).encode())
     return digest.hexdigest()[:32]
 
 

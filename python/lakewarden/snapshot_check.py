@@ -48,6 +48,7 @@ from lakewarden.snapshot import (
     NOT_NULL,
     SNAPSHOT_TABLES,
     Repository,
+    _file_identity,
     _fingerprint,
     _table_path,
     arrow_schemas,
@@ -157,10 +158,7 @@ def snapshot_fingerprint(snapshot_dir: Path, paths: Mapping[str, Path]) -> str:
     digest = hashlib.sha256(f"check {CHECK_VERSION}\n".encode() + declared)
     for path in [snapshot_dir / "repository.json", *(paths[name] for name in SNAPSHOT_TABLES)]:
         for file in _files(path):
-            info = file.stat()
-            digest.update(
-                f"{file.resolve()}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ctime_ns}\0{info.st_ino}\n".encode()
-            )
+            digest.update(_file_identity(file).encode())
     return digest.hexdigest()[:32]
 
 

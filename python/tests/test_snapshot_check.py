@@ -490,3 +490,19 @@ def test_abandoned_temporary_conversions_are_removed(tmp_path: Path) -> None:
     shutil.rmtree(converted)
     check_snapshot(snapshot, cache_dir=cache)
     assert not killed.exists() and running.exists(), "only a day-old temporary conversion is someone's abandoned one"
+
+
+def test_a_same_size_rewrite_with_the_old_mtime_is_checked_again(tmp_path: Path) -> None:
+    """rsync -t, cp -p: content changed, size and modification time kept; the change time moved."""
+    snapshot = write_snapshot(tmp_path / "s", "jsonl")
+    cache = tmp_path / "cache"
+    check_snapshot(snapshot, cache_dir=cache)
+    commits = snapshot / "commits.jsonl"
+    before = commits.stat()
+    text = commits.read_text()
+    time.sleep(0.05)  # past the file system clock's tick (the residual risk the docs name)
+    commits.write_text(text.replace('"parents": ["c0"]', '"parents": ["cX"]'))
+    os.utime(commits, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert commits.stat().st_size == before.st_size and commits.stat().st_mtime_ns == before.st_mtime_ns
+    with pytest.raises(BadInput, match="parent 'cX'"):
+        check_snapshot(snapshot, cache_dir=cache)
