@@ -1,8 +1,8 @@
 """Validate a snapshot directory (CONTRACT section 2) with pyarrow, before and without Spark.
 
-A job checks its snapshot on the main thread while the JVM starts, so validation costs no time
-on a job's critical path, and a snapshot that already passed costs nearly nothing (the memo,
-below). The checks are the ones a safe run depends on: a commit whose parent, metarange or
+A job checks its snapshot before its Spark session exists (on the main thread, so also while a
+JVM starts in the background): a bad snapshot costs no JVM, the check costs no Spark job, and a
+snapshot that already passed costs nearly nothing (the memo, below). The checks are the ones a safe run depends on: a commit whose parent, metarange or
 range is missing would make live objects look unreferenced, so each is bad input, never a
 warning. Every message names the user's file, as the jobs report bad input in one line.
 
@@ -82,6 +82,8 @@ _DISTINCT_ONLY = {
 _READ_DICTIONARY = ["address_type"]
 # Written dictionary-encoded in a JSONL table's conversion: values repeated row after row.
 _WRITE_DICTIONARY = ["range_id", "meta_range_id", "address_type"]
+# Columns read for their values (ids for the references, address types), whatever the statistics
+# say about nulls; the other NOT_NULL columns are read only where statistics leave nulls possible.
 _VALUE_COLUMNS = {
     "commits": ("commit_id", "parents", "meta_range_id", "creation_date"),
     "branches": ("branch_id", "commit_id"),
