@@ -329,17 +329,27 @@ def _first_line(exc: BaseException) -> str:
 
 @dataclass
 class _Table:
-    """A table being checked: its Parquet files and the declared columns they hold."""
+    """A table being checked: its Parquet files' footers and the declared columns they hold.
+    Files are opened one at a time when read (a folder may hold thousands)."""
 
     name: str
     source: Path
     data: Path
-    files: list[pq.ParquetFile]
+    files: list[tuple[Path, pq.FileMetaData]]
     columns: tuple[str, ...]
 
     @property
     def rows(self) -> int:
-        return sum(f.metadata.num_rows for f in self.files)
+        return sum(metadata.num_rows for _, metadata in self.files)
+
+    def open(self, file: int) -> pq.ParquetFile:
+        """File number ``file``, its address types read dictionary-encoded (a handful of values)."""
+        path, metadata = self.files[file]
+        dictionary = [c for c in _READ_DICTIONARY if c in self.columns]
+        try:
+            return pq.ParquetFile(path, metadata=metadata, read_dictionary=dictionary or None)
+        except (pa.ArrowException, OSError) as exc:
+            raise BadInput(f"unreadable ({_first_line(exc)})", source=str(self.source)) from None
 
 
 def _parquet_files(data: Path) -> list[Path]:
@@ -349,27 +359,20 @@ def _parquet_files(data: Path) -> list[Path]:
     return [p for p in _files(data) if not any(part.startswith(("_", ".")) for part in p.relative_to(data).parts)]
 
 
-def _open_parquet(path: Path) -> pq.ParquetFile:
-    """A Parquet file whose address types are read dictionary-encoded."""
-    plain = pq.ParquetFile(path)
-    dictionary = [c for c in _READ_DICTIONARY if c in plain.schema_arrow.names]
-    return pq.ParquetFile(path, metadata=plain.metadata, read_dictionary=dictionary) if dictionary else plain
-
-
 def _open_table(name: str, source: Path, data: Path, declared: list[tuple[str, str]]) -> _Table:
     """Read the footers (no data); a missing declared column is bad input."""
     files = _parquet_files(data)
     if not files:
         raise BadInput("unreadable (no Parquet files)", source=str(source))
     try:
-        opened = [_open_parquet(p) for p in files]
+        footers = [(p, pq.read_metadata(p)) for p in files]
     except (pa.ArrowException, OSError) as exc:
         raise BadInput(f"unreadable ({_first_line(exc)})", source=str(source)) from None
-    present = set(opened[0].schema_arrow.names)
+    present = set(footers[0][1].schema.to_arrow_schema().names)
     missing = [c for c, _ in declared if c not in present and (name, c) not in OPTIONAL_COLUMNS]
     if missing:
         raise BadInput(f"missing column(s) {', '.join(missing)}", source=str(source))
-    return _Table(name, source, data, opened, tuple(c for c, _ in declared if c in present))
+    return _Table(name, source, data, footers, tuple(c for c, _ in declared if c in present))
 
 
 @dataclass
@@ -421,50 +424,55 @@ def _columns_to_read(table: _Table, stats: dict[str, Any]) -> tuple[tuple[str, .
     return tuple(needed), known
 
 
-def _runs(metadata: pq.FileMetaData, table: _Table) -> list[tuple[tuple[str, ...], list[int], dict[str, set[Any]]]]:
-    """Consecutive row groups needing the same columns, each read in one pass."""
-    runs: list[tuple[tuple[str, ...], list[int], dict[str, set[Any]]]] = []
+Run = tuple[tuple[str, ...], list[int], dict[str, set[Any]]]
+
+
+def _runs(metadata: pq.FileMetaData, table: _Table) -> Iterator[Run]:
+    """Consecutive row groups needing the same columns (each read in one pass), with the values
+    their statistics give; a run is cut at :data:`BATCH_ROWS` such values, so memory stays
+    bounded even for a file of a million one-range row groups."""
+    run: Run | None = None
     for index in range(metadata.num_row_groups):
         columns, known = _columns_to_read(table, _statistics(metadata.row_group(index)))
-        if not runs or runs[-1][0] != columns:
-            runs.append((columns, [], {}))
-        runs[-1][1].append(index)
+        if run is not None and (run[0] != columns or sum(map(len, run[2].values())) >= BATCH_ROWS):
+            yield run
+            run = None
+        if run is None:
+            run = (columns, [], {})
+        run[1].append(index)
         for column, value in known.items():
-            runs[-1][2].setdefault(column, set()).add(value)
-    return runs
+            run[2].setdefault(column, set()).add(value)
+    if run is not None:
+        yield run
 
 
 def _batches(table: _Table) -> Iterator[_Batch]:
     """Every row of ``table`` in bounded batches, reading only what statistics leave undecided."""
-    for number, parquet in enumerate(table.files):
-        metadata = parquet.metadata
-        first_row = 0
-        for columns, groups, known in _runs(metadata, table):
-            if known:
-                yield _Batch(number, first_row, pa.record_batch([], names=[]), known)
-            if not columns:
-                first_row += sum(metadata.row_group(i).num_rows for i in groups)
-                continue
-            try:
-                for batch in parquet.iter_batches(
-                    batch_size=BATCH_ROWS,
-                    row_groups=groups,
-                    columns=list(columns),
-                ):
-                    yield _Batch(number, first_row, batch)
-                    first_row += batch.num_rows
-            except (pa.ArrowException, OSError) as exc:
-                raise BadInput(f"malformed ({_first_line(exc)})", source=str(table.source)) from None
+    for number, (_, metadata) in enumerate(table.files):
+        with table.open(number) as parquet:
+            first_row = 0
+            for columns, groups, known in _runs(metadata, table):
+                if known:
+                    yield _Batch(number, first_row, pa.record_batch([], names=[]), known)
+                if not columns:
+                    first_row += sum(metadata.row_group(i).num_rows for i in groups)
+                    continue
+                try:
+                    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=groups, columns=list(columns)):
+                        yield _Batch(number, first_row, batch)
+                        first_row += batch.num_rows
+                except (pa.ArrowException, OSError) as exc:
+                    raise BadInput(f"malformed ({_first_line(exc)})", source=str(table.source)) from None
 
 
 def _row(table: _Table, file: int, index: int) -> dict[str, Any]:
     """One row, all declared columns, for a message (read only when a check failed)."""
-    parquet = table.files[file]
     seen = 0
-    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=list(table.columns)):
-        if index < seen + batch.num_rows:
-            return batch.slice(index - seen, 1).to_pylist()[0]
-        seen += batch.num_rows
+    with table.open(file) as parquet:
+        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=list(table.columns)):
+            if index < seen + batch.num_rows:
+                return batch.slice(index - seen, 1).to_pylist()[0]
+            seen += batch.num_rows
     return {}
 
 
@@ -621,13 +629,14 @@ def _check_references(tables: Mapping[str, _Table], findings: _Findings) -> None
 
 def _first_listing(metaranges: _Table, missing: set[str]) -> tuple[str, str]:
     """The first metaranges row listing one of the ``missing`` ranges (a second, rare pass)."""
-    for parquet in metaranges.files:
-        for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=["meta_range_id", "range_id"]):
-            hits = pc.is_in(batch.column("range_id"), value_set=pa.array(sorted(missing), pa.string()))
-            position = pc.index(hits, True).as_py()
-            if position >= 0:
-                row = batch.slice(position, 1).to_pylist()[0]
-                return row["meta_range_id"], row["range_id"]
+    for number in range(len(metaranges.files)):
+        with metaranges.open(number) as parquet:
+            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=["meta_range_id", "range_id"]):
+                hits = pc.is_in(batch.column("range_id"), value_set=pa.array(sorted(missing), pa.string()))
+                position = pc.index(hits, True).as_py()
+                if position >= 0:
+                    row = batch.slice(position, 1).to_pylist()[0]
+                    return row["meta_range_id"], row["range_id"]
     raise AssertionError("a listed range was collected from metaranges, so a row lists it")
 
 

@@ -506,3 +506,15 @@ def test_a_same_size_rewrite_with_the_old_mtime_is_checked_again(tmp_path: Path)
     assert commits.stat().st_size == before.st_size and commits.stat().st_mtime_ns == before.st_mtime_ns
     with pytest.raises(BadInput, match="parent 'cX'"):
         check_snapshot(snapshot, cache_dir=cache)
+
+
+def test_without_statistics_every_column_is_read(tmp_path: Path) -> None:
+    tables = snapshot_rows()
+    tables["ranges"][0]["address"] = None
+    snapshot = write_snapshot(tmp_path / "s", "parquet", tables)
+    schema = arrow_schemas()["ranges"]
+    converted = [{c: _as_parquet_value(c, row.get(c)) for c in schema.names} for row in tables["ranges"]]
+    pq.write_table(pa.Table.from_pylist(converted, schema=schema), snapshot / "ranges.parquet", write_statistics=False)
+    assert pq.ParquetFile(snapshot / "ranges.parquet").metadata.row_group(0).column(2).statistics is None
+    with pytest.raises(BadInput, match="a row has no address"):
+        check_snapshot(snapshot, cache_dir=None)
