@@ -45,6 +45,12 @@ def test_bench_sample_is_cached_by_its_parameters(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "s" / common.CACHE_FILE).read_text())["config"]["seed"] == "4"
 
 
+def test_snapshot_check_benchmark_runs(tmp_path: Path, capsys) -> None:
+    assert _load("snapshot_check").main(["--entries", "2000", "--repeat", "1", "--workdir", str(tmp_path), "--jsonl"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("check_snapshot memoised") == 2 and "conversion cached, no memo" in out
+
+
 def test_tree_rss_counts_a_process_and_its_children() -> None:
     common = _load("common")
     run = common.run_measured(

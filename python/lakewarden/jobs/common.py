@@ -195,29 +195,32 @@ def commits_table_path(snapshot_dir: Path) -> Path:
 
 
 def start_job(args: argparse.Namespace, job: str) -> JobContext:
-    """Validate the clock, start Spark, load and validate the snapshot.
+    """Validate the clock and the snapshot, then point the source tables at the snapshot.
 
-    The JVM boots on a background thread (~6 s) while this thread validates the inputs, imports
-    dbt and loads its manifest: a run pays the longest of them, not their sum."""
+    The JVM boots on a background thread (~6 s) while this thread checks the snapshot (pyarrow,
+    no Spark job), imports dbt and loads its manifest: a run pays the longest of them, not
+    their sum. A bad snapshot exits 2 without waiting for the JVM."""
     now = parse_now(args.now, dry_run=args.dry_run)
     state = state_dir(args.state)
     starter = SparkStarter(state)
     snapshot_dir = resolve_snapshot(args, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark is needed
     from lakewarden.project import warm_up
-    from lakewarden.snapshot import load_snapshot, read_repository  # pyarrow: only jobs pay it
+    from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it
+    from lakewarden.snapshot_check import check_snapshot
 
-    root = blockstore_root(read_repository(snapshot_dir).storage_namespace, getattr(args, "local_blockstore", None))
-    warm_up(state)
-    spark = starter.session()
-    snapshot = load_snapshot(spark, snapshot_dir, schema=SNAPSHOT_SCHEMA, cache_dir=state / "snapshot-cache")
-    if snapshot.newest_commit_epoch is not None and snapshot.newest_commit_epoch > now.timestamp():
-        newest = datetime.fromtimestamp(snapshot.newest_commit_epoch, timezone.utc)
+    checked = check_snapshot(snapshot_dir, cache_dir=state / "snapshot-cache")
+    root = blockstore_root(checked.repository.storage_namespace, getattr(args, "local_blockstore", None))
+    if checked.newest_commit_epoch is not None and checked.newest_commit_epoch > now.timestamp():
+        newest = datetime.fromtimestamp(checked.newest_commit_epoch, timezone.utc)
         raise BadInput(
             f"{rfc3339(now)} is before the newest commit ({rfc3339(newest)}): the clock or the snapshot is wrong",
             source=str(commits_table_path(snapshot_dir)),
             field="--now",
         )
+    warm_up(state)
+    spark = starter.session()
+    snapshot = register_snapshot(spark, checked, schema=SNAPSHOT_SCHEMA)
     return JobContext(
         job=job,
         run_id=new_run_id(job),
