@@ -276,7 +276,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise BadInput(f"invalid port {args.port}", field="port")
     token = _api_token(config.api_token, state)
     try:
-        store = Store(args.db or default_db_url(state), max_rejections=config.max_rejections)
+        store = Store(args.db or default_db_url(state), max_rejections=config.max_rejections,
+                      rejections_per_client=config.rejections_per_client)
     except Exception as exc:  # a wrong URL or missing driver is the user's to fix
         raise BadInput(f"cannot open the state store: {exc}", field="db") from None
     try:
