@@ -93,8 +93,8 @@ class PreMergeEvent(BaseModel):
 # -- limits ----------------------------------------------------------------------------------------
 
 
-def _json_error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status, headers=SECURITY_HEADERS)
+def _json_error(http_status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=http_status, headers=SECURITY_HEADERS)
 
 
 class BodyLimits:

@@ -253,9 +253,14 @@ class ChecksService:
         started: list[tuple[Execution, str, dict[str, Any]]] = []
         results: list[tuple[str, bool]] = []
         for definition, properties in prepared:
-            execution, token = self.store.start(
-                repository, resolved.commit_id, ref, definition, definition.timeout or self.config.default_timeout
-            )
+            timeout = definition.timeout or self.config.default_timeout
+            execution, token = self.store.start(repository, resolved.commit_id, ref, definition, timeout)
+            if token is None and self._definition_changed(execution.definition, definition):
+                # It ran another definition than the one now pinned (the protected branch defined
+                # or changed the check since): the gate would refuse it for good, so run it again.
+                log.info("check %s@%s: definition changed since it ran; running it again",
+                         definition.id, resolved.commit_id[:12])
+                execution, token = self.store.rerun(execution, definition, timeout)
             results.append((definition.id, token is not None))
             if token is not None:
                 started.append((execution, token, properties))
@@ -267,6 +272,10 @@ class ChecksService:
             item["triggered"] = triggered[item["id"]]
         return report
 
+    @staticmethod
+    def _definition_changed(ran: CheckDefinition, now: CheckDefinition) -> bool:
+        return ran.digest_json() != now.digest_json() or set(ran.pinned_for) != set(now.pinned_for)
+
     def retry(self, repository: str, ref: str, check_id: str) -> dict[str, Any]:
         """Start a FAILED or LOST check again: new execution id, new token, attempt + 1."""
         resolved = self.catalog.resolve(repository, ref)
@@ -275,7 +284,8 @@ class ChecksService:
             raise NotFound(f"check {check_id!r} has not run for commit {resolved.commit_id}", check_id=check_id)
         if current.status not in RETRYABLE:
             raise Conflict(
-                f"check {check_id!r} is {current.status.value}; only FAILED or LOST checks can be retried",
+                f"check {check_id!r} is {current.status.value}; only FAILED or LOST checks can be retried"
+                " (a check whose pinned definition changed runs again when the commit is triggered)",
                 check_id=check_id,
                 status=current.status.value,
             )

@@ -676,6 +676,46 @@ class Store:
         assert found is not None
         return found, token
 
+    def rerun(
+        self, current: Execution, definition: CheckDefinition, timeout: timedelta
+    ) -> tuple[Execution, str | None]:
+        """Run ``current``'s check again with another definition (the one its protected branch now
+        pins), from any state: the way out of "ran a definition other than the pinned one". A
+        compare-and-set on the execution id: when another trigger re-ran it first, nothing
+        changes and the token is ``None``."""
+        now = self.clock()
+        token = new_token()
+        token_hash = hash_token(token)
+        execution_id = uuid.uuid4().hex
+        with self._tx() as conn:
+            moved = conn.execute(
+                update(executions)
+                .where(executions.c.id == current.row_id, executions.c.execution_id == current.execution_id)
+                .values(
+                    status=Status.STARTING.value,
+                    check_type=definition.type,
+                    attempt=executions.c.attempt + 1,
+                    execution_id=execution_id,
+                    token_hash=token_hash,
+                    definition=json.dumps(definition.to_json(), sort_keys=True),
+                    result_metadata="{}",
+                    output_url=None,
+                    error=None,
+                    started_at=now,
+                    updated_at=now,
+                    finished_at=None,
+                    deadline_at=now + timeout,
+                )
+            ).rowcount
+            if moved:
+                conn.execute(
+                    insert(tokens).values(token_hash=token_hash, execution_row=current.row_id,
+                                          execution_id=execution_id, attempt=current.attempt + 1, issued_at=now)
+                )
+        found = self.get(current.repository, current.commit_id, current.check_id)
+        assert found is not None
+        return found, token if moved else None
+
     def mark_executing(self, row_id: int, execution_id: str, output_url: str | None) -> bool:
         """STARTING -> EXECUTING once the executor accepted the job; records its log link anyway.
 

@@ -80,7 +80,6 @@ class AirflowExecutor:
 
     def _session(self, p: Mapping[str, Any], base: str, timeout: float, secrets: Any = None) -> requests.Session:
         session = requests.Session()
-        session.max_redirects = 0
         if p.get("token"):
             session.headers["Authorization"] = f"Bearer {p['token']}"
         elif p.get("api_version", "v2") == "v1":
