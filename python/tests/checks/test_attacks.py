@@ -20,7 +20,7 @@ import pytest
 import requests
 import yaml
 
-from checks_support import API_TOKEN, REPO, CapturingServer, WebhookReceiver, webhook_actions
+from checks_support import REPO, CapturingServer, WebhookReceiver, webhook_actions
 from lakewarden.checks.connections import ConnectionLimits
 
 PROTECT = {"protected_branches": [{"branch": "main", "mandatory_checks": ["row-count"]}]}
@@ -187,43 +187,60 @@ def test_3_an_executor_answer_is_masked_before_it_is_cut(snapshot, service_facto
     finally:
         server.shutdown()
         server.server_close()
-    assert "HTTP 500" in error and "***" in error
     assert secret[:4] not in error, error
+    assert "HTTP 500" in error and "***" in error
 
 
 # -- 4 and 5: log appends and restarts ---------------------------------------------------------------------
 
+SECRET_45 = "ciTOKEN-9f8e7d6c5b4a"
 
-def test_4_and_5_a_secret_split_across_log_appends_and_echoed_after_a_restart_is_never_stored(
+
+def test_4_a_secret_split_across_log_appends_is_never_stored_nor_shown_after_a_restart(
     snapshot, service_factory, tmp_path
 ) -> None:
-    secret = "ciTOKEN-9f8e7d6c5b4a"
-    env = {"LAKEFSACTION_CI_TOKEN": secret}
+    env = {"LAKEFSACTION_CI_TOKEN": SECRET_45}
     db = f"sqlite:///{tmp_path / 'shared.sqlite'}"
     with WebhookReceiver() as receiver:
         receiver.mode = "record"
         commit = snapshot.commit({"_lakefs_actions/c.yaml": action([
-            {"id": "ci", "type": "webhook", "properties": {"url": receiver.url}},
-            {"id": "ci2", "type": "webhook", "properties": {"url": receiver.url}}])}, branch="main")
+            {"id": "ci", "type": "webhook", "properties": {"url": receiver.url}}])}, branch="main")
         first = service_factory(snapshot.write(), env=env, db_url=db)
         first.trigger("main")
-        events = {e["check_id"]: e for e in receiver.events(2)}
-        out = events["ci"]["output_url"]
+        out = receiver.events(1)[0]["output_url"]
         assert requests.post(out, data=b"token is ...ciTOKEN-9f8e", timeout=10).status_code == 200
-        assert secret[:10].encode() not in stored_bytes(tmp_path)  # the beginning is held back
+        assert SECRET_45[:10].encode() not in stored_bytes(tmp_path)  # the beginning is held back
         assert requests.post(out, data=b"7d6c5b4a... done\n", timeout=10).status_code == 200
         first.stop()
-
-        # After a restart the mask knows every LAKEFSACTION_ value before any check renders it.
-        second = service_factory(snapshot.directory, env=env, db_url=db)
-        answer = requests.post(events["ci2"]["callback_url"].replace(first.url, second.url), timeout=10,
-                               json={"status": "SUCCESS", "metadata": {"echo": secret, "url": quote(secret)}})
-        assert answer.status_code == 200 and secret not in answer.text
-        shown = everything_shown(second, ["main", commit], [answer])
-        assert "token is ...***... done" in shown
-    assert secret not in shown and secret[:10] not in shown and secret[-10:] not in shown
+        # After a restart (even one whose environment no longer has the value) the log is as stored.
+        second = service_factory(snapshot.directory, db_url=db)
+        shown = everything_shown(second, ["main", commit])
+    assert "token is ...***... done" in shown
+    assert SECRET_45 not in shown and SECRET_45[:10] not in shown and SECRET_45[-8:] not in shown
     stored = stored_bytes(tmp_path)
-    assert secret[:10].encode() not in stored and secret[-10:].encode() not in stored
+    assert SECRET_45[:10].encode() not in stored and SECRET_45[-8:].encode() not in stored
+
+
+def test_5_after_a_restart_the_mask_knows_every_value_before_a_check_renders_it(
+    snapshot, service_factory, tmp_path
+) -> None:
+    env = {"LAKEFSACTION_CI_TOKEN": SECRET_45}
+    db = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    with WebhookReceiver() as receiver:
+        receiver.mode = "record"
+        commit = snapshot.commit({"_lakefs_actions/c.yaml": action([
+            {"id": "ci", "type": "webhook", "properties": {"url": receiver.url}}])}, branch="main")
+        first = service_factory(snapshot.write(), env=env, db_url=db)
+        first.trigger("main")
+        event = receiver.events(1)[0]
+        first.stop()
+        second = service_factory(snapshot.directory, env=env, db_url=db)  # nothing triggered since
+        answer = requests.post(event["callback_url"].replace(first.url, second.url), timeout=10,
+                               json={"status": "SUCCESS", "metadata": {"echo": SECRET_45, "url": quote(SECRET_45)}})
+        assert answer.status_code == 200
+        shown = everything_shown(second, ["main", commit], [answer])
+    assert SECRET_45 not in shown and quote(SECRET_45) not in shown
+    assert SECRET_45.encode() not in stored_bytes(tmp_path)
 
 
 # -- 6: credentials never follow a redirect; locked endpoint fields; allowed DAGs -----------------------
@@ -259,71 +276,101 @@ class Redirector:
         self.httpd.server_close()
 
 
-def test_6_config_credentials_never_follow_a_redirect_and_actions_cannot_steer_endpoints(
-    snapshot, service_factory
-) -> None:
+def test_6_config_credentials_never_follow_a_redirect(snapshot, service_factory) -> None:
     password = "airflow-Password-77"
     with CapturingServer(202) as attacker:
         redirect = Redirector(attacker.url)
         try:
-            config = {"executors": {
-                "ci": {"type": "webhook", "url": redirect.url + "/hook", "headers": {"X-Api-Key": "{{ ENV.CI_KEY }}"}},
-                "af": {"type": "airflow", "url": redirect.url, "username": "lw", "password": "{{ ENV.AF_PASSWORD }}",
-                       "allowed_dags": ["dq_*"]},
-                "af-v1": {"type": "airflow", "url": redirect.url, "username": "lw", "password": "{{ ENV.AF_PASSWORD }}",
-                          "api_version": "v1", "allowed_dags": ["dq_*"]},
-                "old-af": {"type": "airflow", "url": redirect.url, "username": "lw", "password": "{{ ENV.AF_PASSWORD }}"},
-            }}
-            ok = [{"id": "hook", "type": "webhook", "executor": "ci"},
-                  {"id": "dag", "type": "airflow", "executor": "af", "properties": {"dag_id": "dq_rows"}},
-                  {"id": "dag1", "type": "airflow", "executor": "af-v1", "properties": {"dag_id": "dq_rows"}}]
-            snapshot.commit({"_lakefs_actions/c.yaml": action(ok)}, branch="main")
-            refused = {
-                "steer": ({"id": "s", "type": "webhook", "executor": "ci", "properties": {"query_params": {"to": "x"}}},
-                          "query_params come(s) from executor 'ci'"),
-                "other-dag": ({"id": "o", "type": "airflow", "executor": "af", "properties": {"dag_id": "drop_all"}},
-                              "DAG 'drop_all' is not in allowed_dags of executor 'af'"),
-                "no-list": ({"id": "n", "type": "airflow", "executor": "old-af", "properties": {"dag_id": "dq_rows"}},
-                            "executor 'old-af' has no allowed_dags"),
+            config = {
+                "executors": {
+                    "ci": {"type": "webhook", "url": redirect.url + "/hook", "headers": {"X-Api-Key": "{{ ENV.CI_KEY }}"}},
+                    "af": {"type": "airflow", "url": redirect.url, "username": "lw", "password": "{{ ENV.AF_PASSWORD }}"},
+                    "af-v1": {"type": "airflow", "url": redirect.url, "username": "lw",
+                              "password": "{{ ENV.AF_PASSWORD }}", "api_version": "v1"},
+                },
+                # The operator's own checks (so no allowed_dags is needed for this test).
+                "checks": [{"id": "hook", "type": "webhook", "executor": "ci"},
+                           {"id": "dag", "type": "airflow", "executor": "af", "properties": {"dag_id": "dq_rows"}},
+                           {"id": "dag1", "type": "airflow", "executor": "af-v1", "properties": {"dag_id": "dq_rows"}}],
+                "protected_branches": [{"branch": "main", "mandatory_checks": ["hook", "dag", "dag1"]}],
             }
-            for branch, (check, _) in refused.items():
-                snapshot.commit({"_lakefs_actions/c.yaml": action([check])}, branch=branch)
+            snapshot.commit({"data/x.csv": "1"}, branch="main")
             live = service_factory(snapshot.write(), config, env={"CI_KEY": "ci-Key-0123456789", "AF_PASSWORD": password})
-            live.trigger("main")
-            errors = {c: live.wait_for("main", c, {"FAILED"})["error"] for c in ("hook", "dag", "dag1")}
-            for branch, (_, reason) in refused.items():
-                answer = live.trigger(branch)
-                assert answer.status_code == 400 and reason in answer.json()["error"], (branch, answer.text)
+            assert live.trigger("main").status_code == 202
+            errors = {c: live.wait_for("main", c, {"FAILED", "EXECUTING", "SUCCESS"}, timeout=30).get("error") or ""
+                      for c in ("hook", "dag", "dag1")}
         finally:
             redirect.close()
     assert redirect.hits >= 3
-    assert attacker.requests == [], "a request followed the redirect"
+    assert attacker.requests == [], "a request (with the endpoint's credentials and the event) followed the redirect"
     for check, error in errors.items():
         assert "redirect" in error and "not followed" in error, (check, error)
+
+
+def test_6_actions_cannot_steer_a_config_endpoint_nor_start_dags_it_does_not_allow(snapshot, service_factory) -> None:
+    config = {"executors": {
+        "ci": {"type": "webhook", "url": "http://127.0.0.1:9/hook", "headers": {"X-Api-Key": "k-0123456789"}},
+        "af": {"type": "airflow", "url": "http://127.0.0.1:9", "username": "lw", "password": "pw-0123456789",
+               "allowed_dags": ["dq_*"]},
+        "old-af": {"type": "airflow", "url": "http://127.0.0.1:9", "username": "lw", "password": "pw-0123456789"},
+    }}
+    refused = {
+        "steer": ({"id": "s", "type": "webhook", "executor": "ci", "properties": {"query_params": {"to": "x"}}},
+                  "query_params come(s) from executor 'ci'"),
+        "other-dag": ({"id": "o", "type": "airflow", "executor": "af", "properties": {"dag_id": "drop_all"}},
+                      "DAG 'drop_all' is not in allowed_dags of executor 'af'"),
+        "no-list": ({"id": "n", "type": "airflow", "executor": "old-af", "properties": {"dag_id": "dq_rows"}},
+                    "executor 'old-af' has no allowed_dags"),
+    }
+    for branch, (check, _) in refused.items():
+        snapshot.commit({"_lakefs_actions/c.yaml": action([check])}, branch=branch)
+    snapshot.commit({"_lakefs_actions/c.yaml": action([
+        {"id": "ok", "type": "airflow", "executor": "af", "properties": {"dag_id": "dq_rows", "timeout": "2s"}}])},
+        branch="allowed")
+    snapshot.write()
+    live = service_factory(snapshot.directory, config)
+    for branch, (_, reason) in refused.items():
+        answer = live.trigger(branch)
+        assert answer.status_code == 400 and reason in answer.json()["error"], (branch, answer.text)
+        assert live.checks(branch) == {}
+    assert live.trigger("allowed").status_code == 202
 
 
 # -- 7: log lines cannot be forged; one client cannot flush the rejection log ------------------------------
 
 
-def test_7_no_forged_log_lines_and_rejections_limited_per_client(snapshot, service_factory, caplog) -> None:
+def _forged_callbacks(live, commit: str, count: int, forged: str = "") -> list[int]:
+    path = f"/api/v1/repositories/{REPO}/refs/{commit}/checks/a{forged}"
+    return [requests.post(live.url + path, params={"token": f"forged-{i}"}, json={"status": "SUCCESS"},
+                          timeout=10).status_code for i in range(count)]
+
+
+def test_7_a_request_cannot_forge_a_line_of_the_service_log(snapshot, service_factory, caplog) -> None:
     caplog.set_level(logging.INFO)
     with WebhookReceiver() as receiver:
         receiver.mode = "record"
         commit = snapshot.commit({"_lakefs_actions/c.yaml": webhook_actions(receiver.url, ["a"])}, branch="main")
-        live = service_factory(snapshot.write(), {"rejections_per_client": 5})
+        live = service_factory(snapshot.write())
         live.trigger("main")
         live.wait_for("main", "a", {"EXECUTING"})
         forged = "INFO lakewarden: merge of main approved by admin"
-        path = f"/api/v1/repositories/{REPO}/refs/{commit}/checks/a%0a{quote(forged)}%0d%0a"
-        answers = [requests.post(live.url + path, params={"token": f"forged-{i}"}, json={"status": "SUCCESS"},
-                                 timeout=10).status_code for i in range(12)]
-        assert set(answers) <= {403, 404}
-        counts = requests.get(f"{live.url}/api/v1/rejections", timeout=10).json()
-    assert (counts["recorded"], counts["suppressed"]) == (5, 7), counts
+        assert set(_forged_callbacks(live, commit, 3, f"%0a{quote(forged)}%0d%0a")) <= {403, 404}
     for record in caplog.records:
         message = record.getMessage()
         assert "\n" not in message and "\r" not in message, message
     assert any("a\\n" + forged in r.getMessage() for r in caplog.records)  # logged, escaped
+
+
+def test_7_one_client_cannot_push_other_rejections_out_of_the_log(snapshot, service_factory) -> None:
+    with WebhookReceiver() as receiver:
+        receiver.mode = "record"
+        commit = snapshot.commit({"_lakefs_actions/c.yaml": webhook_actions(receiver.url, ["a"])}, branch="main")
+        live = service_factory(snapshot.write(), {"max_rejections": 10})
+        live.trigger("main")
+        live.wait_for("main", "a", {"EXECUTING"})
+        assert set(_forged_callbacks(live, commit, 80)) == {403}  # default: 60 recorded a minute per client
+        counts = requests.get(f"{live.url}/api/v1/rejections", timeout=10).json()
+    assert counts["recorded"] <= 66 and counts["suppressed"] >= 14, counts
 
 
 # -- 8: a way out of the gate's "run the checks again" -------------------------------------------------------
@@ -356,21 +403,23 @@ def test_8_a_check_that_ran_another_definition_runs_again_when_triggered(snapsho
 # -- 9: the smaller findings -------------------------------------------------------------------------------------
 
 
-def test_9_refusals_faults_health_store_file_tracebacks_and_the_gate(
-    snapshot, service_factory, tmp_path, caplog, monkeypatch
-) -> None:
-    caplog.set_level(logging.INFO)
-    secret = "traceback-Secret-4242"
+@pytest.fixture
+def passing(snapshot, service_factory):
+    """A service whose main has a mandatory check that passed; the live service and main's commit."""
     with WebhookReceiver() as receiver:
         receiver.mode = "callback"
-        passing = snapshot.commit({"_lakefs_actions/c.yaml": webhook_actions(receiver.url, ["row-count"])},
-                                  branch="main")
-        live = service_factory(snapshot.write(), PROTECT, env={"LAKEFSACTION_X": secret})
+        commit = snapshot.commit({"_lakefs_actions/c.yaml": webhook_actions(receiver.url, ["row-count"])},
+                                 branch="main")
+        live = service_factory(snapshot.write(), PROTECT, env={"LAKEFSACTION_X": "traceback-Secret-4242"})
         live.trigger("main")
         live.wait_for("main", "row-count", {"SUCCESS"})
-    host, port = urlsplit(live.url).hostname, urlsplit(live.url).port
+        receiver.answers(1)
+    return live, commit
 
-    # uvicorn's own refusals: JSON with the security headers.
+
+def test_9_uvicorns_own_refusals_are_json_with_the_security_headers(passing) -> None:
+    live, _ = passing
+    host, port = urlsplit(live.url).hostname, urlsplit(live.url).port
     for raw in (b"GARBAGE\r\n\r\n", b"POST /api/v1/hooks/pre-merge HTTP/1.1\r\nHost: x\r\nContent-Length: zz\r\n\r\n"):
         with socket.create_connection((host, port), timeout=10) as sock:
             sock.sendall(raw)
@@ -379,36 +428,49 @@ def test_9_refusals_faults_health_store_file_tracebacks_and_the_gate(
         assert head.startswith(b"HTTP/1.1 400") and b"application/json" in head, answer
         assert b"content-security-policy" in head.lower() and json.loads(body)["error"]
 
-    # The gate does not take the event's word for the commit.
-    trusted = live.gate("main", "no-such-ref", commit_id=passing)
+
+def test_9_the_gate_does_not_take_the_events_word_for_the_commit(passing) -> None:
+    live, commit = passing
+    assert live.gate("main", commit).status_code == 200
+    trusted = live.gate("main", "no-such-ref", commit_id=commit)
     assert trusted.status_code == 412, trusted.text
 
-    # A traceback in the log is masked and cannot forge lines.
+
+def test_9_tracebacks_in_the_log_are_masked_and_cannot_forge_lines(passing, caplog, monkeypatch) -> None:
+    live, _ = passing
+    caplog.set_level(logging.INFO)
+
     def explode(*args: Any) -> None:
-        raise RuntimeError(f"boom with {secret}\nFORGED LINE")
+        raise RuntimeError("boom with traceback-Secret-4242\nFORGED LINE")
 
     monkeypatch.setattr(live.service, "list", explode)
     assert requests.get(live.checks_url("main"), timeout=10).status_code == 500
     text = "\n".join(logging.Formatter().format(r) for r in caplog.records)
-    assert secret not in text and "\nFORGED LINE" not in text and "RuntimeError" in text
-    monkeypatch.undo()
+    assert "RuntimeError" in text
+    assert "traceback-Secret-4242" not in text and "\nFORGED LINE" not in text
 
-    # The store file is the owner's only.
-    for path in tmp_path.rglob("checks.sqlite"):
+
+def test_9_the_store_file_is_the_owners_only(passing, tmp_path) -> None:
+    files = list(tmp_path.rglob("checks.sqlite"))
+    assert files
+    for path in files:
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
 
-    # A broken catalog file is the server's fault: 5xx, without the server's paths.
+
+def test_9_a_broken_catalog_file_is_a_server_fault_without_paths(passing, snapshot) -> None:
+    live, _ = passing
     (snapshot.directory / "branches.jsonl").write_text("{not json\n")
     broken = requests.get(live.checks_url("main"), timeout=10)
-    assert broken.status_code >= 500 and str(snapshot.directory) not in broken.text and "jsonl" not in broken.text
-    assert broken.json()["error"]
+    assert broken.status_code >= 500, broken.text
+    assert str(snapshot.directory) not in broken.text and "jsonl" not in broken.text and broken.json()["error"]
 
-    # Health reports the store.
-    assert requests.get(f"{live.url}/api/v1/healthz", timeout=10).json() == {"status": "ok", "store": "ok"}
+
+def test_9_health_reports_the_store(passing, tmp_path) -> None:
+    live, _ = passing
+    assert requests.get(f"{live.url}/api/v1/healthz", timeout=10).json()["status"] == "ok"
     from sqlalchemy import create_engine
 
-    live.store.engine = create_engine(f"sqlite:///{tmp_path}/missing-dir/x.sqlite")
+    live.store.engine = create_engine(f"sqlite:///{tmp_path}/missing-dir/x.sqlite")  # the database is gone
     down = requests.get(f"{live.url}/api/v1/healthz", timeout=10)
     assert down.status_code == 503 and down.json()["store"] == "unavailable"
     assert "missing-dir" not in down.text
-    assert API_TOKEN  # (the token is masked like any secret: see test_secrets)
