@@ -4,11 +4,13 @@ Request bodies are pydantic models (unknown fields refused), so the OpenAPI docu
 serves at ``/api/v1/openapi.json`` is the contract; the same document is kept in the repository
 (``openapi.json`` next to this module; regenerate with ``python -m lakewarden.checks.server``).
 
-Every refusal is JSON ``{"error": one line, ...}`` with a 4xx status: 400 bad input (also bad
-JSON, bad Content-Length, unknown fields), 401 API token, 403 callback token, 404, 408 body too
-slow, 409 wrong state, 412 merge blocked, 413 body or log too large. Only a bug is a 500.
-Every JSON answer passes the service's secret mask. No access log is written: callback URLs
-carry tokens in their query.
+Every refusal is JSON ``{"error": one line, ...}`` with the security headers: 400 bad input (also
+bad JSON, bad Content-Length, a request uvicorn cannot parse), 401 API token, 403 callback token,
+404, 408 head or body too slow, 409 wrong state, 412 merge blocked, 413 body or log too large, 503
+too many requests at once or the store down (health). 5xx are the server's faults (a bug, an
+unreadable catalog) and name no file or path. Every JSON answer passes the service's secret mask.
+No access log is written: callback URLs carry tokens in their query. Connections are handled by
+:mod:`lakewarden.checks.connections` (deadlines and caps uvicorn lacks).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lakewarden.checks.connections import ConnectionGuard, ConnectionLimits, protocol_class
 from lakewarden.checks.errors import CatalogError, ChecksError, Unauthorized
+from lakewarden.checks.masking import mask_for_log
 from lakewarden.checks.service import MAX_OUTPUT_CHARS, ChecksService
 from lakewarden.errors import BadInput
 
@@ -94,7 +97,9 @@ class PreMergeEvent(BaseModel):
 
 
 def _json_error(http_status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=http_status, headers=SECURITY_HEADERS)
+    """A refusal: one line (masked like everything the service answers) and the security headers."""
+    return JSONResponse({"error": mask_for_log(message.replace("\n", " ")), **extra}, status_code=http_status,
+                        headers=SECURITY_HEADERS)
 
 
 class BodyLimits:
