@@ -284,8 +284,7 @@ class ChecksService:
             raise NotFound(f"check {check_id!r} has not run for commit {resolved.commit_id}", check_id=check_id)
         if current.status not in RETRYABLE:
             raise Conflict(
-                f"check {check_id!r} is {current.status.value}; only FAILED or LOST checks can be retried"
-                " (a check whose pinned definition changed runs again when the commit is triggered)",
+                f"check {check_id!r} is {current.status.value}; only FAILED or LOST checks can be retried",
                 check_id=check_id,
                 status=current.status.value,
             )
