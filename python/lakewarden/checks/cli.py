@@ -258,6 +258,7 @@ def _stop_on_sigterm(signum: int, frame: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from lakewarden.checks.catalog import Catalog, LakeFSCatalog, SnapshotCatalog
     from lakewarden.checks.config import load_service_config
+    from lakewarden.checks.connections import ConnectionLimits
     from lakewarden.checks.server import ChecksServer
     from lakewarden.checks.service import ChecksService
     from lakewarden.checks.store import Store, default_db_url
@@ -286,7 +287,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         store.close()
         raise
     try:
-        server = ChecksServer(service, host=args.host, port=args.port, api_token=token)
+        server = ChecksServer(service, host=args.host, port=args.port, api_token=token,
+                              limits=ConnectionLimits(**config.connection_limits))
     except OSError as exc:
         service.close()
         store.close()

@@ -356,6 +356,8 @@ class ServiceConfig:
     rejections_per_client: int = 60
     #: How often a ``wait_for_dag`` Airflow run is polled (lakeFS polls every 5s).
     airflow_poll_interval: timedelta = timedelta(seconds=5)
+    #: ``connections:`` of the config: overrides of :class:`~lakewarden.checks.connections.ConnectionLimits`.
+    connection_limits: dict[str, float | int] = field(default_factory=dict)
     source: str = "<defaults>"
 
     def mandatory_checks(self, repository: str, branch: str) -> list[str]:
@@ -383,7 +385,35 @@ _CONFIG_KEYS = {
     "max_rejections",
     "rejections_per_client",
     "airflow_poll_interval",
+    "connections",
 }
+
+#: ``connections:`` keys: deadlines (durations) and caps (counts); see the README's Limits table.
+CONNECTION_DEADLINES = ("header_timeout", "body_timeout", "request_timeout", "grace")
+CONNECTION_CAPS = ("per_client_pending", "max_pending", "max_active", "max_connections")
+
+
+def parse_connection_limits(raw: Any, *, source: str) -> dict[str, float | int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise BadInput("connections must be a mapping", source=source, field="connections")
+    out: dict[str, float | int] = {}
+    for key, value in raw.items():
+        where = f"connections.{key}"
+        if key in CONNECTION_DEADLINES:
+            seconds = parse_duration(value, source=source, field=where).total_seconds()
+            if not 0 < seconds <= 3600:
+                raise BadInput("must be more than 0s and at most 1h", source=source, field=where)
+            out[key] = seconds
+        elif key in CONNECTION_CAPS:
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
+                raise BadInput("must be a number from 1 to 1000000", source=source, field=where)
+            out[key] = value
+        else:
+            raise BadInput(f"unknown key (known: {', '.join(CONNECTION_DEADLINES + CONNECTION_CAPS)})",
+                           source=source, field=where)
+    return out
 
 
 def parse_service_config(data: Any, *, source: str, env: Mapping[str, str]) -> ServiceConfig:
@@ -471,6 +501,7 @@ def parse_service_config(data: Any, *, source: str, env: Mapping[str, str]) -> S
         checks=tuple(config_checks),
         max_rejections=max_rejections,
         rejections_per_client=per_client,
+        connection_limits=parse_connection_limits(data.get("connections"), source=source),
         airflow_poll_interval=parse_duration(
             data.get("airflow_poll_interval", "5s"), source=source, field="airflow_poll_interval"
         ),

@@ -128,6 +128,19 @@ def test_1_slow_heads_and_bodies_are_cut_at_a_total_deadline_and_idle_sockets_fi
     assert live.server.guard.counts["header_timeouts"] >= 1
 
 
+def test_1_the_connection_limits_are_set_in_the_config() -> None:
+    from lakewarden.checks.config import parse_service_config
+    from lakewarden.errors import BadInput
+
+    config = parse_service_config({"connections": {"header_timeout": "5s", "per_client_pending": 16}},
+                                  source="c.yaml", env={})
+    limits = ConnectionLimits(**config.connection_limits)
+    assert (limits.header_timeout, limits.per_client_pending, limits.body_timeout) == (5.0, 16, 30.0)
+    for bad in ({"header_timeot": "5s"}, {"max_active": 0}, {"body_timeout": "2h"}):
+        with pytest.raises(BadInput):
+            parse_service_config({"connections": bad}, source="c.yaml", env={})
+
+
 # -- 2: a secret in the URL path of a check, in requests' spelling -------------------------------------
 
 
