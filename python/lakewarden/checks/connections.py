@@ -203,7 +203,11 @@ class GuardedH11Protocol(H11Protocol):
         super().on_response_complete()
         if self.phase == "closed" or self.transport.is_closing():
             return
-        if self.cycle is not before:  # a pipelined request began at once
+        if self.phase == "body":
+            # Answered before the body was complete (408, 413, a refusal that did not read it):
+            # the rest of the body is not waited for.
+            self.transport.close()
+        elif self.cycle is not before:  # a pipelined request began at once
             self.phase = "pending"
             self._sync_phase(before)
         elif self.phase != "pending":
