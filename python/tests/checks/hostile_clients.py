@@ -1,9 +1,9 @@
 """Hostile clients for the connection load test (run as its own process, talks to 127.0.0.1 only).
 
-``python hostile_clients.py PORT SECONDS IDLE SLOW`` keeps IDLE sockets open that send nothing
-and SLOW sockets that send a request head (half of them) or a body (the other half) one byte at a
-time, reopening every socket the server closes, for SECONDS; then prints its counts as JSON and
-exits. Every loop is bounded by the deadline.
+``python hostile_clients.py PORT SECONDS IDLE SLOW [REOPEN]`` keeps IDLE sockets open that send
+nothing and SLOW sockets that send a request head (half of them) or a body (the other half) one
+byte at a time, reopening every socket the server closes (unless REOPEN is 0), for SECONDS; then
+prints its counts as JSON and exits. Every loop is bounded by the deadline.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 HOST = "127.0.0.1"
 
 
-async def main(port: int, seconds: float, idle: int, slow: int) -> dict[str, float]:
+async def main(port: int, seconds: float, idle: int, slow: int, reopen: bool = True) -> dict[str, float]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = idle + slow + 256
     if soft < wanted:
@@ -67,6 +67,8 @@ async def main(port: int, seconds: float, idle: int, slow: int) -> dict[str, flo
             finally:
                 counts["open_now"] -= 1
                 writer.close()
+            if not reopen:
+                return
             await asyncio.sleep(0.5)  # reopen, as an attacker keeping its sockets would
 
     kinds = ["idle"] * idle + ["slow-head"] * (slow // 2) + ["slow-body"] * (slow - slow // 2)
@@ -76,4 +78,5 @@ async def main(port: int, seconds: float, idle: int, slow: int) -> dict[str, flo
 
 if __name__ == "__main__":
     port, seconds, idle, slow = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    print(json.dumps(asyncio.run(main(port, seconds, idle, slow))), flush=True)
+    reopen = len(sys.argv) < 6 or sys.argv[5] != "0"
+    print(json.dumps(asyncio.run(main(port, seconds, idle, slow, reopen))), flush=True)

@@ -51,7 +51,7 @@ def test_gate_and_callbacks_answer_within_a_second_under_2000_idle_and_50_slow_s
         port = live.url.rsplit(":", 1)[1]
         attacker = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("hostile_clients.py")), port, str(ATTACK_SECONDS),
-             str(IDLE), str(SLOW)],
+             str(IDLE), str(SLOW), os.environ.get("LAKEWARDEN_LOAD_REOPEN", "1")],
             stdout=subprocess.PIPE, text=True, start_new_session=True,
         )
         gate_times: list[float] = []
