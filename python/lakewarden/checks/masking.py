@@ -118,11 +118,11 @@ class _Secret:
                 cores.append(core.translate(str.maketrans("+/", "-_")))  # URL-safe alphabet
         return cores
 
-    def prefix_matches(self, text: str, pos: int) -> bool:
-        """Whether ``text[pos:]`` (to its end) is a proper beginning of some spelling of this
-        secret (every spelling of each character tried: a depth-first search without repeats)."""
-        lowered = text.translate(_ASCII_LOWER)  # ASCII only: the length must not change
-        end = len(text)
+    def prefix_matches(self, lowered: str, pos: int) -> bool:
+        """Whether ``lowered[pos:]`` (to its end; ASCII lower-cased) is a proper beginning of some
+        spelling of this secret (every spelling of each character tried: a depth-first search
+        without repeats)."""
+        end = len(lowered)
         stack = [(0, pos)]
         seen = set()
         while stack:
@@ -215,10 +215,12 @@ class SecretMask:
             secrets = list(self._secrets.values())
         if not secrets or not text:
             return len(text)
-        for pos in range(max(0, len(text) - self._max_len), len(text)):
-            ch = text[pos]
-            if any(ch in s.starts and s.prefix_matches(text, pos) for s in secrets):
-                return pos
+        base = max(0, len(text) - self._max_len)
+        tail = text[base:]
+        lowered = tail.translate(_ASCII_LOWER)  # ASCII only: the length must not change
+        for pos, ch in enumerate(tail):
+            if any(ch in s.starts and s.prefix_matches(lowered, pos) for s in secrets):
+                return base + pos
         return len(text)
 
     def mask_piece(self, held: str, piece: str) -> tuple[str, str]:
