@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
@@ -166,6 +167,15 @@ def answer_excerpt(response: requests.Response, secrets: "SecretMask | None") ->
     if secrets is None:
         return text[:ANSWER_EXCERPT_CHARS]
     return secrets.mask_cut(text, ANSWER_EXCERPT_CHARS, truncated=truncated)
+
+
+def bounded_json(response: requests.Response, limit: int = 1 << 20) -> Any:
+    """The JSON of an answer read up to ``limit`` bytes (a hostile server may answer gigabytes);
+    ValueError when it is not JSON or longer."""
+    raw = response.raw.read(limit + 1, decode_content=True) if response.raw is not None else b""
+    if len(raw) > limit:
+        raise ValueError("answer too long")
+    return json.loads(raw)
 
 
 def fill_placeholders(template: str, values: Mapping[str, str]) -> str:

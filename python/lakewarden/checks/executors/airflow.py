@@ -24,6 +24,7 @@ from lakewarden.checks.executors import (
     ExecutionStarted,
     ExecutorError,
     answer_excerpt,
+    bounded_json,
     fill_placeholders,
     no_redirect,
 )
@@ -91,17 +92,24 @@ class AirflowExecutor:
                     json={"username": str(p["username"]), "password": str(p["password"])},
                     timeout=timeout,
                     allow_redirects=False,
+                    stream=True,
                 )
             except requests.RequestException as exc:
+                session.close()
                 raise ExecutorError(f"airflow {base} unreachable: {exc.__class__.__name__}: {exc}") from None
-            no_redirect(answer, "airflow /auth/token")
-            if not 200 <= answer.status_code < 300:
-                raise ExecutorError(f"airflow refused the login: HTTP {answer.status_code}: "
-                                    f"{answer_excerpt(answer, secrets)}")
-            try:
-                token = answer.json()["access_token"]
-            except (ValueError, KeyError, TypeError):
-                raise ExecutorError("airflow /auth/token answered without access_token") from None
+            with answer:
+                try:
+                    no_redirect(answer, "airflow /auth/token")
+                    if not 200 <= answer.status_code < 300:
+                        raise ExecutorError(f"airflow refused the login: HTTP {answer.status_code}: "
+                                            f"{answer_excerpt(answer, secrets)}")
+                    try:
+                        token = bounded_json(answer)["access_token"]
+                    except (ValueError, KeyError, TypeError, requests.RequestException):
+                        raise ExecutorError("airflow /auth/token answered without access_token") from None
+                except ExecutorError:
+                    session.close()
+                    raise
             session.headers["Authorization"] = f"Bearer {token}"
         return session
 
@@ -118,13 +126,14 @@ class AirflowExecutor:
         with self._session(p, base, timeout, request.secrets) as session:
             try:
                 answer = session.post(f"{base}/api/{version}/dags/{dag}/dagRuns", json=body, timeout=timeout,
-                                      allow_redirects=False)
+                                      allow_redirects=False, stream=True)
             except requests.RequestException as exc:
                 raise ExecutorError(f"airflow {base} unreachable: {exc.__class__.__name__}: {exc}") from None
-        no_redirect(answer, "airflow")
-        if not 200 <= answer.status_code < 300:
-            raise ExecutorError(f"airflow refused the DAG run: HTTP {answer.status_code}: "
-                                f"{answer_excerpt(answer, request.secrets)}")
+            with answer:  # read (bounded) while the session's connection is open
+                no_redirect(answer, "airflow")
+                if not 200 <= answer.status_code < 300:
+                    raise ExecutorError(f"airflow refused the DAG run: HTTP {answer.status_code}: "
+                                        f"{answer_excerpt(answer, request.secrets)}")
         if p.get("output_url"):
             output_url = fill_placeholders(str(p["output_url"]), {**event_placeholders(request), "dag_run_id": run_id})
         elif version == "v2":
@@ -143,14 +152,15 @@ class AirflowExecutor:
         with self._session(p, base, timeout, secrets) as session:
             try:
                 answer = session.get(f"{base}/api/{version}/dags/{dag}/dagRuns/{quote(run_id, safe='')}", timeout=timeout,
-                                     allow_redirects=False)
+                                     allow_redirects=False, stream=True)
             except requests.RequestException as exc:
                 raise ExecutorError(f"airflow {base} unreachable: {exc.__class__.__name__}: {exc}") from None
-        no_redirect(answer, "airflow")
-        if answer.status_code != 200:
-            raise ExecutorError(f"airflow refused the DAG run state: HTTP {answer.status_code}: "
-                                f"{answer_excerpt(answer, secrets)}")
-        try:
-            return str(answer.json()["state"])
-        except (ValueError, KeyError, TypeError):
-            raise ExecutorError("airflow answered a DAG run without state") from None
+            with answer:  # read (bounded) while the session's connection is open
+                no_redirect(answer, "airflow")
+                if answer.status_code != 200:
+                    raise ExecutorError(f"airflow refused the DAG run state: HTTP {answer.status_code}: "
+                                        f"{answer_excerpt(answer, secrets)}")
+                try:
+                    return str(bounded_json(answer)["state"])
+                except (ValueError, KeyError, TypeError, requests.RequestException):
+                    raise ExecutorError("airflow answered a DAG run without state") from None
