@@ -483,7 +483,9 @@ def test_9_health_reports_the_store(passing, tmp_path) -> None:
     assert requests.get(f"{live.url}/api/v1/healthz", timeout=10).json()["status"] == "ok"
     from sqlalchemy import create_engine
 
-    live.store.engine = create_engine(f"sqlite:///{tmp_path}/missing-dir/x.sqlite")  # the database is gone
-    down = requests.get(f"{live.url}/api/v1/healthz", timeout=10)
-    assert down.status_code == 503 and down.json()["store"] == "unavailable"
-    assert "missing-dir" not in down.text
+    for gone in (f"sqlite:///{tmp_path}/missing-dir/x.sqlite",  # the database file is gone
+                 "postgresql+psycopg://checks@127.0.0.1:1/checks"):  # PostgreSQL is down (nothing listens)
+        live.store.engine = create_engine(gone)
+        down = requests.get(f"{live.url}/api/v1/healthz", timeout=10)
+        assert down.status_code == 503 and down.json()["store"] == "unavailable", down.text
+        assert "missing-dir" not in down.text and "127.0.0.1:1" not in down.text
