@@ -144,12 +144,21 @@ class SnapshotCatalog:
             cached = self._cache.get(name)
             if cached and cached[0] == signature:
                 return cached[1]
-        if path is None:
-            value = build([])
-        elif name == "repository":
-            value = build(json.loads(path.read_text(encoding="utf-8")))
-        else:
-            value = build(self._read_rows(path))
+        try:
+            if path is None:
+                value = build([])
+            elif name == "repository":
+                value = build(json.loads(path.read_text(encoding="utf-8")))
+            else:
+                value = build(self._read_rows(path))
+        except (BadInput, OSError, ValueError, KeyError, TypeError, ImportError) as exc:
+            # The snapshot is the server's, not the client's: a fault of the server (5xx), told
+            # in the log with the file; the answer names neither file nor path.
+            log.error("snapshot table %s unreadable: %s", name, exc)
+            raise CatalogError(f"the repository snapshot ({name}) is unreadable; see the service log") from None
+        except Exception as exc:  # pyarrow's errors are many
+            log.error("snapshot table %s unreadable: %s: %s", name, exc.__class__.__name__, exc)
+            raise CatalogError(f"the repository snapshot ({name}) is unreadable; see the service log") from None
         with self._lock:
             self._cache[name] = (signature, value)
         return value

@@ -258,6 +258,7 @@ def _stop_on_sigterm(signum: int, frame: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from lakewarden.checks.catalog import Catalog, LakeFSCatalog, SnapshotCatalog
     from lakewarden.checks.config import load_service_config
+    from lakewarden.checks.connections import ConnectionLimits
     from lakewarden.checks.server import ChecksServer
     from lakewarden.checks.service import ChecksService
     from lakewarden.checks.store import Store, default_db_url
@@ -276,7 +277,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise BadInput(f"invalid port {args.port}", field="port")
     token = _api_token(config.api_token, state)
     try:
-        store = Store(args.db or default_db_url(state), max_rejections=config.max_rejections)
+        store = Store(args.db or default_db_url(state), max_rejections=config.max_rejections,
+                      rejections_per_client=config.rejections_per_client)
     except Exception as exc:  # a wrong URL or missing driver is the user's to fix
         raise BadInput(f"cannot open the state store: {exc}", field="db") from None
     try:
@@ -285,7 +287,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         store.close()
         raise
     try:
-        server = ChecksServer(service, host=args.host, port=args.port, api_token=token)
+        server = ChecksServer(service, host=args.host, port=args.port, api_token=token,
+                              limits=ConnectionLimits(**config.connection_limits))
     except OSError as exc:
         service.close()
         store.close()

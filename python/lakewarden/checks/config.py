@@ -6,6 +6,7 @@ Both are parsed completely before anything is triggered: a bad action file or co
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from dataclasses import dataclass, field
@@ -68,6 +69,8 @@ class CheckDefinition:
     #: Protected branches whose head defines this check exactly so (set when triggered); the
     #: merge gate counts an execution for branch B only when B is listed here or it is "config".
     pinned_for: tuple[str, ...] = ()
+    #: Defined in the server config (the operator's), not in an action file anyone can commit.
+    operator_owned: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The definition as stored with each execution, so a retry needs no catalog access."""
@@ -81,12 +84,13 @@ class CheckDefinition:
             "timeout_seconds": self.timeout.total_seconds() if self.timeout else None,
             "executor": self.executor,
             "pinned_for": list(self.pinned_for),
+            "operator_owned": self.operator_owned,
         }
 
     def digest_json(self) -> dict[str, Any]:
         """What makes two definitions the same check (where they were read from does not)."""
         data = self.to_json()
-        for key in ("source", "pinned_for", "action_name"):
+        for key in ("source", "pinned_for", "action_name", "operator_owned"):
             data.pop(key)
         return data
 
@@ -103,6 +107,7 @@ class CheckDefinition:
             timeout=timedelta(seconds=timeout) if timeout else None,
             executor=data.get("executor"),
             pinned_for=tuple(data.get("pinned_for") or ()),
+            operator_owned=bool(data.get("operator_owned", False)),
         )
 
 
@@ -326,6 +331,9 @@ class ExecutorEndpoint:
     name: str
     type: str
     properties: dict[str, Any]
+    #: Airflow: the DAG ids (globs) action files may start with this endpoint's login; None (the
+    #: key absent) allows none. Checks of the server config's ``checks:`` are not limited.
+    allowed_dags: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -344,8 +352,12 @@ class ServiceConfig:
     env_prefix: str = DEFAULT_ENV_PREFIX
     #: How many rejected callbacks are kept; older ones are dropped (and counted).
     max_rejections: int = 10_000
+    #: Rejected callbacks recorded per client (IP address, IPv6 /64) and minute; more are counted.
+    rejections_per_client: int = 60
     #: How often a ``wait_for_dag`` Airflow run is polled (lakeFS polls every 5s).
     airflow_poll_interval: timedelta = timedelta(seconds=5)
+    #: ``connections:`` of the config: overrides of :class:`~lakewarden.checks.connections.ConnectionLimits`.
+    connection_limits: dict[str, float | int] = field(default_factory=dict)
     source: str = "<defaults>"
 
     def mandatory_checks(self, repository: str, branch: str) -> list[str]:
@@ -371,8 +383,37 @@ _CONFIG_KEYS = {
     "env_prefix",
     "checks",
     "max_rejections",
+    "rejections_per_client",
     "airflow_poll_interval",
+    "connections",
 }
+
+#: ``connections:`` keys: deadlines (durations) and caps (counts); see the README's Limits table.
+CONNECTION_DEADLINES = ("header_timeout", "body_timeout", "request_timeout", "grace")
+CONNECTION_CAPS = ("per_client_pending", "max_pending", "max_active", "max_connections")
+
+
+def parse_connection_limits(raw: Any, *, source: str) -> dict[str, float | int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise BadInput("connections must be a mapping", source=source, field="connections")
+    out: dict[str, float | int] = {}
+    for key, value in raw.items():
+        where = f"connections.{key}"
+        if key in CONNECTION_DEADLINES:
+            seconds = parse_duration(value, source=source, field=where).total_seconds()
+            if not 0 < seconds <= 3600:
+                raise BadInput("must be more than 0s and at most 1h", source=source, field=where)
+            out[key] = seconds
+        elif key in CONNECTION_CAPS:
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
+                raise BadInput("must be a number from 1 to 1000000", source=source, field=where)
+            out[key] = value
+        else:
+            raise BadInput(f"unknown key (known: {', '.join(CONNECTION_DEADLINES + CONNECTION_CAPS)})",
+                           source=source, field=where)
+    return out
 
 
 def parse_service_config(data: Any, *, source: str, env: Mapping[str, str]) -> ServiceConfig:
@@ -429,13 +470,26 @@ def parse_service_config(data: Any, *, source: str, env: Mapping[str, str]) -> S
             raise BadInput(f"type must be one of {', '.join(sorted(EXECUTORS))}", source=source, field=f"{where}.type")
         if not isinstance(props.get("url"), str) or not re.match(r"https?://", props["url"]):
             raise BadInput("an executor endpoint needs an http(s) url", source=source, field=f"{where}.url")
-        executors[str(name)] = ExecutorEndpoint(name=str(name), type=str(kind), properties=props)
-    config_checks = parse_check_entries(
-        data.get("checks"), path=source, action_name="server config", known_types=EXECUTORS
-    )
+        allowed = props.pop("allowed_dags", None)
+        if allowed is not None:
+            if kind != "airflow":
+                raise BadInput("allowed_dags is for airflow endpoints", source=source, field=f"{where}.allowed_dags")
+            if not isinstance(allowed, list) or not all(isinstance(d, str) and d for d in allowed):
+                raise BadInput("allowed_dags must be a list of DAG ids (globs allowed)", source=source,
+                               field=f"{where}.allowed_dags")
+        executors[str(name)] = ExecutorEndpoint(name=str(name), type=str(kind), properties=props,
+                                                allowed_dags=tuple(allowed) if allowed is not None else None)
+    config_checks = [
+        dataclasses.replace(c, operator_owned=True)
+        for c in parse_check_entries(data.get("checks"), path=source, action_name="server config", known_types=EXECUTORS)
+    ]
     max_rejections = data.get("max_rejections", 10_000)
     if isinstance(max_rejections, bool) or not isinstance(max_rejections, int) or not 1 <= max_rejections <= 10_000_000:
         raise BadInput("max_rejections must be a number from 1 to 10000000", source=source, field="max_rejections")
+    per_client = data.get("rejections_per_client", 60)
+    if isinstance(per_client, bool) or not isinstance(per_client, int) or not 1 <= per_client <= 1_000_000:
+        raise BadInput("rejections_per_client must be a number from 1 to 1000000 (per minute)", source=source,
+                       field="rejections_per_client")
     env_prefix = data.get("env_prefix", DEFAULT_ENV_PREFIX)
     if not isinstance(env_prefix, str):
         raise BadInput("env_prefix must be a string ('' allows every variable)", source=source, field="env_prefix")
@@ -446,6 +500,8 @@ def parse_service_config(data: Any, *, source: str, env: Mapping[str, str]) -> S
         executors=executors,
         checks=tuple(config_checks),
         max_rejections=max_rejections,
+        rejections_per_client=per_client,
+        connection_limits=parse_connection_limits(data.get("connections"), source=source),
         airflow_poll_interval=parse_duration(
             data.get("airflow_poll_interval", "5s"), source=source, field="airflow_poll_interval"
         ),

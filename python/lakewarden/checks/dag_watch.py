@@ -12,10 +12,11 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from lakewarden.checks.executors import ExecutorError
 from lakewarden.checks.executors.airflow import FINAL_STATES, AirflowExecutor
+from lakewarden.checks.masking import SecretMask
 from lakewarden.checks.states import ACTIVE, Status
 from lakewarden.checks.store import Execution, Store
 
@@ -31,10 +32,10 @@ class _Pending:
 
 
 class DagRunWatcher:
-    def __init__(self, store: Store, interval: float, mask: Callable[[str], str | None]):
+    def __init__(self, store: Store, interval: float, secrets: SecretMask):
         self.store = store
         self.interval = interval
-        self.mask = mask
+        self.secrets = secrets
         self._executor = AirflowExecutor()
         self._pending: list[_Pending] = []
         self._lock = threading.Lock()
@@ -60,9 +61,10 @@ class DagRunWatcher:
         if not self._still_active(e):
             return True
         try:
-            state = self._executor.run_state(item.properties, item.run_id)
+            state = self._executor.run_state(item.properties, item.run_id, self.secrets)
         except ExecutorError as exc:
-            log.warning("check %s@%s: polling DAG run failed: %s", e.check_id, e.commit_id[:12], self.mask(str(exc)))
+            log.warning("check %s@%s: polling DAG run failed: %s", e.check_id, e.commit_id[:12],
+                        self.secrets.mask_cut(str(exc), 2000))
             return False
         if state not in FINAL_STATES:
             return False

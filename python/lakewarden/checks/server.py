@@ -4,11 +4,13 @@ Request bodies are pydantic models (unknown fields refused), so the OpenAPI docu
 serves at ``/api/v1/openapi.json`` is the contract; the same document is kept in the repository
 (``openapi.json`` next to this module; regenerate with ``python -m lakewarden.checks.server``).
 
-Every refusal is JSON ``{"error": one line, ...}`` with a 4xx status: 400 bad input (also bad
-JSON, bad Content-Length, unknown fields), 401 API token, 403 callback token, 404, 408 body too
-slow, 409 wrong state, 412 merge blocked, 413 body or log too large. Only a bug is a 500.
-Every JSON answer passes the service's secret mask. No access log is written: callback URLs
-carry tokens in their query.
+Every refusal is JSON ``{"error": one line, ...}`` with the security headers: 400 bad input (also
+bad JSON, bad Content-Length, a request uvicorn cannot parse), 401 API token, 403 callback token,
+404, 408 head or body too slow, 409 wrong state, 412 merge blocked, 413 body or log too large, 503
+too many requests at once or the store down (health). 5xx are the server's faults (a bug, an
+unreadable catalog) and name no file or path. Every JSON answer passes the service's secret mask.
+No access log is written: callback URLs carry tokens in their query. Connections are handled by
+:mod:`lakewarden.checks.connections` (deadlines and caps uvicorn lacks).
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lakewarden.checks.errors import ChecksError, Unauthorized
+from lakewarden.checks.connections import ConnectionGuard, ConnectionLimits, protocol_class
+from lakewarden.checks.errors import CatalogError, ChecksError, Unauthorized
+from lakewarden.checks.masking import mask_for_log
 from lakewarden.checks.service import MAX_OUTPUT_CHARS, ChecksService
 from lakewarden.errors import BadInput
 
@@ -92,8 +96,10 @@ class PreMergeEvent(BaseModel):
 # -- limits ----------------------------------------------------------------------------------------
 
 
-def _json_error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status, headers=SECURITY_HEADERS)
+def _json_error(http_status: int, message: str, **extra: Any) -> JSONResponse:
+    """A refusal: one line (masked like everything the service answers) and the security headers."""
+    return JSONResponse({"error": mask_for_log(message.replace("\n", " ")), **extra}, status_code=http_status,
+                        headers=SECURITY_HEADERS)
 
 
 class BodyLimits:
@@ -122,11 +128,18 @@ class BodyLimits:
                 await _json_error(413, f"request body larger than {self.max_body} bytes")(scope, receive, send)
                 return
         seen = 0
+        # One deadline for the whole body, counted from the complete head: a client sending a
+        # byte now and then does not get a new timeout with each one.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
 
         async def limited() -> Message:
             nonlocal seen
+            remaining = deadline - loop.time()
             try:
-                message = await asyncio.wait_for(receive(), self.timeout)
+                if remaining <= 0:
+                    raise asyncio.TimeoutError
+                message = await asyncio.wait_for(receive(), remaining)
             except asyncio.TimeoutError:
                 raise StarletteHTTPException(408, f"request body not received within {self.timeout:g}s") from None
             if message["type"] == "http.request":
@@ -136,6 +149,34 @@ class BodyLimits:
             return message
 
         await self.app(scope, limited, send)
+
+
+class ActiveLimit:
+    """At most ``max_active`` requests handled at once; more are answered 503 (JSON) at once.
+
+    Only requests with a complete head count: idle and slow connections are the connection
+    layer's (``connections.py``), so they can never fill this limit.
+    """
+
+    def __init__(self, app: ASGIApp, max_active: int = 512):
+        self.app = app
+        self.max_active = max_active
+        self.active = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.active >= self.max_active:
+            answer = _json_error(503, f"more than {self.max_active} requests at once; try again")
+            answer.headers["Retry-After"] = "1"
+            await answer(scope, receive, send)
+            return
+        self.active += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.active -= 1
 
 
 class SecurityHeaders:
@@ -182,7 +223,9 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
 # -- the app ---------------------------------------------------------------------------------------
 
 
-def create_app(service: ChecksService | None, api_token: str | None, *, body_timeout: float = BODY_TIMEOUT) -> FastAPI:
+def create_app(
+    service: ChecksService | None, api_token: str | None, *, body_timeout: float = BODY_TIMEOUT, max_active: int = 512
+) -> FastAPI:
     """The ASGI app; ``service`` may be None only to render the OpenAPI document."""
     app = FastAPI(
         title="lakewarden branch checks",
@@ -194,6 +237,7 @@ def create_app(service: ChecksService | None, api_token: str | None, *, body_tim
     )
     app.add_middleware(BodyLimits, timeout=body_timeout)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(ActiveLimit, max_active=max_active)
 
     def svc() -> ChecksService:
         assert service is not None
@@ -213,7 +257,12 @@ def create_app(service: ChecksService | None, api_token: str | None, *, body_tim
         return _json_error(400, service.secrets.mask(message) if service else message, field=exc.field)
 
     @app.exception_handler(ChecksError)
-    async def refused(_: Request, exc: ChecksError) -> JSONResponse:
+    async def refused(request: Request, exc: ChecksError) -> JSONResponse:
+        if exc.http_status >= 500:
+            # A fault of the server or its catalog: the reason (paths, URLs) goes to the log only.
+            log.error("%s %s: %s", request.method, request.url.path, exc)
+            return _json_error(exc.http_status, "the repository catalog could not answer; see the service log"
+                               if isinstance(exc, CatalogError) else "internal error; see the service log")
         payload = {"error": str(exc).replace("\n", " "), **exc.details}
         return JSONResponse(svc().mask(payload), status_code=exc.http_status)
 
@@ -232,13 +281,20 @@ def create_app(service: ChecksService | None, api_token: str | None, *, body_tim
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception) -> JSONResponse:
-        log.error("%s %s failed: %s", request.method, request.url.path,
-                  svc().secrets.mask(f"{exc.__class__.__name__}: {exc}"))
+        # The log record masks and escapes the message and the traceback.
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, exc.__class__.__name__, exc,
+                  exc_info=(type(exc), exc, exc.__traceback__))
         return _json_error(500, "internal error; see the service log")
 
-    @app.get("/api/v1/healthz", tags=["service"])
-    def health() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get("/api/v1/healthz", tags=["service"], summary="Liveness, and whether the state store answers",
+             responses={503: {"description": "the state store does not answer"}})
+    def health() -> JSONResponse:
+        try:
+            svc().store.ping()
+        except Exception as exc:
+            log.error("health: the state store does not answer: %s: %s", exc.__class__.__name__, exc)
+            return _json_error(503, "the state store does not answer", status="unavailable", store="unavailable")
+        return JSONResponse({"status": "ok", "store": "ok"})
 
     @app.get("/api/v1/recent", tags=["service"], summary="Recently checked commits")
     def recent() -> JSONResponse:
@@ -300,9 +356,11 @@ def create_app(service: ChecksService | None, api_token: str | None, *, body_tim
         summary="Callback: the executor's result (token from the event)",
     )
     def callback(
-        repo: str, ref: str, check_id: str, body: CallbackBody, token: str = Query(min_length=1, max_length=512)
+        request: Request, repo: str, ref: str, check_id: str, body: CallbackBody,
+        token: str = Query(min_length=1, max_length=512),
     ) -> JSONResponse:
-        return answer(200, svc().callback(repo, ref, check_id, token, body.model_dump()))
+        client = request.client.host if request.client else None
+        return answer(200, svc().callback(repo, ref, check_id, token, body.model_dump(), client=client))
 
     @app.get(
         "/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}/output",
@@ -329,7 +387,8 @@ def create_app(service: ChecksService | None, api_token: str | None, *, body_tim
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise BadInput("the log must be UTF-8 text") from None
-        result = await asyncio.to_thread(svc().append_output, repo, ref, check_id, token, text)
+        client = request.client.host if request.client else None
+        result = await asyncio.to_thread(svc().append_output, repo, ref, check_id, token, text, client=client)
         return answer(200, result)
 
     def page(name: str) -> Response:
@@ -373,6 +432,7 @@ class ChecksServer:
         port: int = 0,
         api_token: str | None = None,
         body_timeout: float = BODY_TIMEOUT,
+        limits: ConnectionLimits | None = None,
     ):
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM)
@@ -387,13 +447,19 @@ class ChecksServer:
         self.url = f"http://{self.host}:{self.port}" if family == socket.AF_INET else f"http://[{self.host}]:{self.port}"
         if not service.public_url:
             service.public_url = self.url
-        self.app = create_app(service, api_token, body_timeout=body_timeout)
+        if api_token:
+            service.secrets.add([api_token])
+        self.limits = limits or ConnectionLimits(body_timeout=body_timeout)
+        self.guard = ConnectionGuard(self.limits)
+        self.app = create_app(service, api_token, body_timeout=self.limits.body_timeout,
+                              max_active=self.limits.max_active)
         config = uvicorn.Config(
             self.app,
+            http=protocol_class(self.guard),  # uvicorn's h11 protocol with deadlines and caps
             log_level="warning",
             access_log=False,  # query strings carry callback tokens
-            timeout_keep_alive=30,  # idle keep-alive; cheap on the event loop, spares executors reconnects
-            limit_concurrency=2000,
+            timeout_keep_alive=max(1, int(self.limits.header_timeout)),
+            limit_concurrency=None,  # idle connections must not count: see connections.py
             backlog=2048,
             timeout_graceful_shutdown=5,
         )

@@ -11,6 +11,7 @@ import dataclasses
 import fnmatch
 import logging
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: The largest executor log kept per execution (characters); appends beyond it are refused.
 MAX_OUTPUT_CHARS = 256 * 1024
+#: The longest error kept for an execution (characters, after masking).
+MAX_ERROR_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -64,15 +67,26 @@ class ChecksService:
         self.public_url = (config.public_url or public_url or "").rstrip("/")
         self.secrets = SecretMask()
         install_log_masking(self.secrets)
+        # Every value that can ever be rendered is a secret from the first moment (also after a
+        # restart, before any check renders it again): every variable an action file may read...
+        self.secrets.add([v for k, v in self.env.items() if k.startswith(config.env_prefix)])
+        if config.api_token:
+            self.secrets.add([config.api_token])
         for endpoint in config.executors.values():
-            # Render now: a missing variable stops serve at once, and the values are masked from
-            # the first request on.
+            # ... and every value the config renders. Render now: a missing variable stops serve
+            # at once.
             rendered: set[str] = set()
-            render_env(endpoint.properties, self.env, prefix="", source=config.source,
-                       field=f"executors.{endpoint.name}", rendered=rendered)
-            self.secrets.add(rendered, basic_auth_user=str(endpoint.properties.get("username") or ""))
+            properties = render_env(endpoint.properties, self.env, prefix="", source=config.source,
+                                    field=f"executors.{endpoint.name}", rendered=rendered)
+            self.secrets.add(rendered)
+            self._add_basic_auth(properties)
+        store.mask = self.secrets.mask
+        store.rejection_limit.per_minute = config.rejections_per_client
         self._pool = ThreadPoolExecutor(max_workers=max_parallel_starts, thread_name_prefix="checks-start")
-        self.watcher = DagRunWatcher(store, config.airflow_poll_interval.total_seconds(), self.secrets.mask)
+        self.watcher = DagRunWatcher(store, config.airflow_poll_interval.total_seconds(), self.secrets)
+        # Log appends: the end of a piece that could begin a secret waits for the next piece.
+        self._append_lock = threading.Lock()
+        self._held: dict[str, str] = {}
 
     def close(self) -> None:
         self.watcher.stop()
@@ -195,12 +209,29 @@ class ChecksService:
             raise NotFound(f"check {check_id!r} has not run for commit {commit_id}", check_id=check_id)
         return str(self.secrets.mask(self.store.output(found)))
 
-    def append_output(self, repository: str, ref: str, check_id: str, token: str | None, text: str) -> dict[str, Any]:
+    def append_output(
+        self, repository: str, ref: str, check_id: str, token: str | None, text: str, *, client: str | None = None
+    ) -> dict[str, Any]:
         """Append to the executor log of the execution ``token`` belongs to (the event's output_url)."""
         if not token:
             raise BadInput("the log endpoint needs ?token= (the event's callback_token)", field="token")
-        execution = self.store.execution_for_token(repository, ref, check_id, token)
-        total = self.store.append_output(execution, str(self.secrets.mask(text)), MAX_OUTPUT_CHARS)
+        execution = self.store.execution_for_token(repository, ref, check_id, token, client=client)
+        with self._append_lock:
+            # Mask the held-back end of the previous piece together with this one, so a secret
+            # split across two appends is masked whole; keep back this piece's end if it could be
+            # the beginning of a secret. Nothing of a secret is ever stored.
+            held = self._held.pop(execution.execution_id, "")
+            now, keep = self.secrets.mask_piece(held, text)
+            try:
+                total = self.store.append_output(execution, now, MAX_OUTPUT_CHARS)
+            except Exception:
+                if held:
+                    self._held[execution.execution_id] = held
+                raise
+            if keep:
+                if len(self._held) >= 10_000:  # bounded: the oldest held ends are dropped
+                    self._held.pop(next(iter(self._held)))
+                self._held[execution.execution_id] = keep
         return {"id": check_id, "execution_id": execution.execution_id, "size": total, "limit": MAX_OUTPUT_CHARS}
 
     # -- triggering ----------------------------------------------------------------------------
@@ -222,9 +253,14 @@ class ChecksService:
         started: list[tuple[Execution, str, dict[str, Any]]] = []
         results: list[tuple[str, bool]] = []
         for definition, properties in prepared:
-            execution, token = self.store.start(
-                repository, resolved.commit_id, ref, definition, definition.timeout or self.config.default_timeout
-            )
+            timeout = definition.timeout or self.config.default_timeout
+            execution, token = self.store.start(repository, resolved.commit_id, ref, definition, timeout)
+            if token is None and self._definition_changed(execution.definition, definition):
+                # It ran another definition than the one now pinned (the protected branch defined
+                # or changed the check since): the gate would refuse it for good, so run it again.
+                log.info("check %s@%s: definition changed since it ran; running it again",
+                         definition.id, resolved.commit_id[:12])
+                execution, token = self.store.rerun(execution, definition, timeout)
             results.append((definition.id, token is not None))
             if token is not None:
                 started.append((execution, token, properties))
@@ -235,6 +271,10 @@ class ChecksService:
         for item in report["checks"]:
             item["triggered"] = triggered[item["id"]]
         return report
+
+    @staticmethod
+    def _definition_changed(ran: CheckDefinition, now: CheckDefinition) -> bool:
+        return ran.digest_json() != now.digest_json() or set(ran.pinned_for) != set(now.pinned_for)
 
     def retry(self, repository: str, ref: str, check_id: str) -> dict[str, Any]:
         """Start a FAILED or LOST check again: new execution id, new token, attempt + 1."""
@@ -258,9 +298,17 @@ class ChecksService:
     def _prepare(self, definition: CheckDefinition) -> dict[str, Any]:
         rendered: set[str] = set()
         try:
-            return prepare_properties(definition, self.config.executors, self.env, self.config.env_prefix, rendered)
+            properties = prepare_properties(definition, self.config.executors, self.env, self.config.env_prefix,
+                                            rendered)
         finally:
-            self.secrets.add(rendered, basic_auth_user=str(definition.properties.get("username") or ""))
+            self.secrets.add(rendered)
+        self._add_basic_auth(properties)
+        return properties
+
+    def _add_basic_auth(self, properties: Mapping[str, Any]) -> None:
+        """The exact ``Authorization: Basic`` form of a rendered password (short ones included)."""
+        if properties.get("username") is not None and properties.get("password") is not None:
+            self.secrets.add([str(properties["password"])], basic_auth_user=str(properties["username"]))
 
     def check_url(self, repository: str, commit_id: str, check_id: str, suffix: str, token: str) -> str:
         path = f"/api/v1/repositories/{quote(repository, safe='')}/refs/{commit_id}/checks/{quote(check_id, safe='')}"
@@ -309,11 +357,13 @@ class ChecksService:
             execution_id=execution.execution_id,
             event=self.event(resolved, execution, token),
             properties=properties,
+            secrets=self.secrets,
         )
         try:
             started = EXECUTORS[execution.check_type].start(request)
         except Exception as exc:  # any failure to hand over the job fails the execution
-            message = str(self.secrets.mask(str(exc) or exc.__class__.__name__))
+            # Masked whole, then cut: a cut first could split a secret the mask would not know.
+            message = self.secrets.mask_cut(str(exc) or exc.__class__.__name__, MAX_ERROR_CHARS)
             log.warning("check %s@%s: executor failed: %s", execution.check_id, resolved.commit_id[:12], message)
             try:
                 self.store.mark_start_failed(execution.row_id, execution.execution_id, message)
@@ -330,7 +380,9 @@ class ChecksService:
 
     # -- callbacks -----------------------------------------------------------------------------
 
-    def callback(self, repository: str, ref: str, check_id: str, token: str | None, body: Any) -> dict[str, Any]:
+    def callback(
+        self, repository: str, ref: str, check_id: str, token: str | None, body: Any, *, client: str | None = None
+    ) -> dict[str, Any]:
         """Record an executor's result; only the check's latest unused token is accepted."""
         if not token:
             raise BadInput("callback needs ?token=", field="token")
@@ -351,7 +403,7 @@ class ChecksService:
         commit_id = ref
         if self.store.get(repository, ref, check_id) is None:
             commit_id = self.catalog.resolve(repository, ref).commit_id
-        result = self.store.callback(repository, commit_id, check_id, token, status, self.mask(metadata))
+        result = self.store.callback(repository, commit_id, check_id, token, status, self.mask(metadata), client=client)
         return self._check_json(result)
 
     # -- merge gate ----------------------------------------------------------------------------
@@ -407,9 +459,9 @@ class ChecksService:
             try:
                 commit_id = self.catalog.resolve(repository, source_ref).commit_id
             except NotFound:
-                # lakeFS sends the source commit id for pre-merge; an unknown one has no checks.
-                if isinstance(event.get("commit_id"), str) and event["commit_id"]:
-                    commit_id = event["commit_id"]
+                # An unknown source has no checks. The event's own commit_id is not trusted: anyone
+                # can POST an event naming a commit whose checks passed.
+                pass
             except Exception as exc:  # fail closed: a merge is never allowed on a guess
                 reasons = [{"check": None, "status": None, "reason": f"cannot resolve {source_ref}: {exc}"}]
                 return GateDecision(False, {**base, "allowed": False, "reasons": reasons, "message": reasons[0]["reason"]})

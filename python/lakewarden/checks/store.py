@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import ipaddress
 import logging
+import os
 import secrets
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -293,13 +296,81 @@ def _make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=24)
 
 
+def _private_sqlite_file(url: str) -> None:
+    """Create a SQLite store file readable by its owner only (0600), or make an existing one so:
+    it holds tokens' hashes, metadata and logs."""
+    if not url.startswith("sqlite:///"):
+        return
+    path = Path(url[len("sqlite:///"):].split("?", 1)[0])
+    if not path.name or str(path) == ":memory:":
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+        if path.stat().st_uid == os.getuid():
+            os.chmod(path, 0o600)
+    except OSError:  # the engine reports a path it cannot open with its own message
+        pass
+
+
+def client_key(host: str | None) -> str:
+    """Whom a request is counted against: its IPv4 address, or the /64 of an IPv6 one (one host
+    usually has a whole /64)."""
+    if not host:
+        return "-"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host[:64]
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
+class ClientRateLimit:
+    """A token bucket per client: ``per_minute`` events, refilled evenly; clients kept bounded."""
+
+    def __init__(self, per_minute: int, *, max_clients: int = 10_000, clock: Callable[[], float] = time.monotonic):
+        self.per_minute = per_minute
+        self.max_clients = max_clients
+        self.clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, client: str) -> bool:
+        now = self.clock()
+        with self._lock:
+            tokens, at = self._buckets.pop(client, (float(self.per_minute), now))
+            tokens = min(float(self.per_minute), tokens + (now - at) * self.per_minute / 60.0)
+            allowed = tokens >= 1.0
+            if allowed:
+                tokens -= 1.0
+            self._buckets[client] = (tokens, now)  # re-inserted: the dict is ordered by last use
+            if len(self._buckets) > self.max_clients:
+                self._buckets.pop(next(iter(self._buckets)))
+            return allowed
+
+
 class Store:
     """All reads and atomic transitions of check executions."""
 
-    def __init__(self, url: str, *, clock: Clock = utcnow, max_rejections: int = 10_000):
+    def __init__(
+        self, url: str, *, clock: Clock = utcnow, max_rejections: int = 10_000, rejections_per_client: int = 60
+    ):
         self.url = normalise_db_url(url)
         self.clock = clock
         self.max_rejections = max_rejections
+        #: Rejections recorded per client and minute; beyond, they are counted ("suppressed") and
+        #: not recorded, so one client cannot push everyone else's rejections out of the log.
+        self.rejection_limit = ClientRateLimit(rejections_per_client)
+        self._suppressed = 0
+        self._suppressed_lock = threading.Lock()
+        #: Applied to every text written (errors, metadata, logs, links, rejections): the service
+        #: sets its secret mask here, so nothing reaches the database unmasked.
+        self.mask: Callable[[str], str | None] = lambda text: text
+        _private_sqlite_file(self.url)
         self.engine = _make_engine(self.url)
         # SQLite allows one writer; contending writers wait in its busy handler, which sleeps in
         # steps of up to 100 ms, so under hundreds of concurrent callbacks throughput collapses.
@@ -309,6 +380,17 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def _m(self, text: str | None) -> Any:
+        return self.mask(text) if text else text
+
+    def _m_map(self, metadata: Mapping[str, str]) -> dict[str, str]:
+        return {str(self._m(str(k))): str(self._m(str(v))) for k, v in metadata.items()}
+
+    def ping(self) -> None:
+        """Raise unless the database answers (the health check)."""
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
@@ -386,11 +468,13 @@ class Store:
         with self.engine.connect() as conn:
             newest, kept = conn.execute(select(func.max(rejections.c.id), func.count())).one()
         recorded = int(newest or 0)
-        return {"recorded": recorded, "kept": int(kept), "dropped": recorded - int(kept)}
+        return {"recorded": recorded, "kept": int(kept), "dropped": recorded - int(kept), "suppressed": self._suppressed}
 
     # -- executor logs -------------------------------------------------------------------------
 
-    def execution_for_token(self, repository: str, commit_id: str, check_id: str, token: str) -> Execution:
+    def execution_for_token(
+        self, repository: str, commit_id: str, check_id: str, token: str, *, client: str | None = None
+    ) -> Execution:
         """The execution ``token`` was issued for, if it is still the check's current one.
 
         The log endpoint accepts the callback token also after the callback (an executor may
@@ -412,7 +496,7 @@ class Store:
                 ).first()
         if row is None:
             reason = f"no execution of check {check_id!r} for commit {commit_id}"
-            self._record_rejection(repository, commit_id, check_id, token_hash, f"log: {reason}")
+            self._record_rejection(repository, commit_id, check_id, token_hash, f"log: {reason}", client)
             raise NotFound(reason, check_id=check_id)
         if issued is None:
             reason = "unknown token"
@@ -420,12 +504,13 @@ class Store:
             reason = f"token of attempt {issued.attempt} superseded by attempt {row.attempt}"
         else:
             return Execution.from_row(row)
-        self._record_rejection(repository, commit_id, check_id, token_hash, f"log: {reason}")
+        self._record_rejection(repository, commit_id, check_id, token_hash, f"log: {reason}", client)
         raise TokenRejected(reason, check_id=check_id)
 
     def append_output(self, execution: Execution, text: str, max_chars: int) -> int:
         """Append to the execution's log atomically; :class:`OutputTooLarge` beyond ``max_chars``."""
         now = self.clock()
+        text = str(self._m(text) or "")
         size = len(text)
         for _ in range(3):  # insert-or-append; a concurrent first append makes the insert fail once
             with self._tx() as conn:
@@ -591,6 +676,46 @@ class Store:
         assert found is not None
         return found, token
 
+    def rerun(
+        self, current: Execution, definition: CheckDefinition, timeout: timedelta
+    ) -> tuple[Execution, str | None]:
+        """Run ``current``'s check again with another definition (the one its protected branch now
+        pins), from any state: the way out of "ran a definition other than the pinned one". A
+        compare-and-set on the execution id: when another trigger re-ran it first, nothing
+        changes and the token is ``None``."""
+        now = self.clock()
+        token = new_token()
+        token_hash = hash_token(token)
+        execution_id = uuid.uuid4().hex
+        with self._tx() as conn:
+            moved = conn.execute(
+                update(executions)
+                .where(executions.c.id == current.row_id, executions.c.execution_id == current.execution_id)
+                .values(
+                    status=Status.STARTING.value,
+                    check_type=definition.type,
+                    attempt=executions.c.attempt + 1,
+                    execution_id=execution_id,
+                    token_hash=token_hash,
+                    definition=json.dumps(definition.to_json(), sort_keys=True),
+                    result_metadata="{}",
+                    output_url=None,
+                    error=None,
+                    started_at=now,
+                    updated_at=now,
+                    finished_at=None,
+                    deadline_at=now + timeout,
+                )
+            ).rowcount
+            if moved:
+                conn.execute(
+                    insert(tokens).values(token_hash=token_hash, execution_row=current.row_id,
+                                          execution_id=execution_id, attempt=current.attempt + 1, issued_at=now)
+                )
+        found = self.get(current.repository, current.commit_id, current.check_id)
+        assert found is not None
+        return found, token if moved else None
+
     def mark_executing(self, row_id: int, execution_id: str, output_url: str | None) -> bool:
         """STARTING -> EXECUTING once the executor accepted the job; records its log link anyway.
 
@@ -606,7 +731,7 @@ class Store:
                     executions.c.execution_id == execution_id,
                     executions.c.status == Status.STARTING.value,
                 )
-                .values(status=Status.EXECUTING.value, updated_at=now, output_url=output_url)
+                .values(status=Status.EXECUTING.value, updated_at=now, output_url=self._m(output_url))
             ).rowcount
             if not moved and output_url:
                 conn.execute(
@@ -616,7 +741,7 @@ class Store:
                         executions.c.execution_id == execution_id,
                         executions.c.output_url.is_(None),
                     )
-                    .values(output_url=output_url)
+                    .values(output_url=self._m(output_url))
                 )
         return bool(moved)
 
@@ -632,7 +757,8 @@ class Store:
                         executions.c.execution_id == execution_id,
                         executions.c.status == Status.STARTING.value,
                     )
-                    .values(status=Status.FAILED.value, error=error, updated_at=now, finished_at=now, token_hash=None)
+                    .values(status=Status.FAILED.value, error=self._m(error), updated_at=now, finished_at=now,
+                            token_hash=None)
                 ).rowcount
             )
 
@@ -649,7 +775,7 @@ class Store:
                         executions.c.execution_id == execution_id,
                         executions.c.status.in_([s.value for s in ACTIVE]),
                     )
-                    .values(**_finished(status, metadata, now))
+                    .values(**_finished(status, self._m_map(metadata), now))
                 ).rowcount
             )
 
@@ -661,6 +787,8 @@ class Store:
         token: str,
         status: Status,
         metadata: Mapping[str, str],
+        *,
+        client: str | None = None,
     ) -> Execution:
         """Apply an executor's result if ``token`` is the check's latest, unused token.
 
@@ -679,7 +807,7 @@ class Store:
                     executions.c.token_hash == token_hash,
                     executions.c.status.in_([s.value for s in ACTIVE]),
                 )
-                .values(**_finished(status, metadata, now))
+                .values(**_finished(status, self._m_map(metadata), now))
             ).rowcount
             if won == 1:
                 conn.execute(update(tokens).where(tokens.c.token_hash == token_hash).values(used_at=now))
@@ -689,7 +817,7 @@ class Store:
             log.info("check %s/%s@%s: callback %s accepted", repository, check_id, commit_id[:12], status.value)
             return found
         reason, error = self._rejection_reason(repository, commit_id, check_id, token_hash)
-        self._record_rejection(repository, commit_id, check_id, token_hash, reason)
+        self._record_rejection(repository, commit_id, check_id, token_hash, reason, client)
         raise error
 
     def _rejection_reason(
@@ -723,10 +851,22 @@ class Store:
             reason = "token already used"
         return reason, TokenRejected(reason, check_id=check_id)
 
-    def _record_rejection(self, repository: str, commit_id: str, check_id: str, token_hash: str, reason: str) -> None:
+    def _record_rejection(
+        self, repository: str, commit_id: str, check_id: str, token_hash: str, reason: str, client: str | None = None
+    ) -> None:
         fingerprint = token_hash[:12]
+        who = client_key(client)
+        if not self.rejection_limit.allow(who):
+            with self._suppressed_lock:
+                self._suppressed += 1
+                first = self._suppressed == 1 or self._suppressed % 1000 == 0
+            if first:
+                log.warning("rejected callbacks beyond %d per minute from %s are counted, not recorded (%d so far)",
+                            self.rejection_limit.per_minute, who, self._suppressed)
+            return
         log.warning(
-            "rejected callback for %s/%s@%s (token sha256 %s...): %s",
+            "rejected callback from %s for %s/%s@%s (token sha256 %s...): %s",
+            who,
             repository,
             check_id,
             commit_id[:12],
@@ -737,11 +877,11 @@ class Store:
             new_id = conn.execute(
                 insert(rejections).values(
                     at=self.clock(),
-                    repository=repository[:255],
-                    commit_id=commit_id[:128],
-                    check_id=check_id[:128],
+                    repository=self._m(repository)[:255],
+                    commit_id=self._m(commit_id)[:128],
+                    check_id=self._m(check_id)[:128],
                     token_fingerprint=fingerprint,
-                    reason=reason,
+                    reason=self._m(reason),
                 )
             ).inserted_primary_key[0]
             # Bounded: a flood of forged callbacks must not grow the table; the oldest go first.

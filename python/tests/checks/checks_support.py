@@ -289,12 +289,14 @@ def start_service(
     env: dict[str, str] | None = None,
     sweep_interval: float | None = None,
     body_timeout: float = 30.0,
+    limits: Any = None,
 ) -> LiveService:
     state_dir.mkdir(parents=True, exist_ok=True)
     cfg = parse_service_config({"api_token": API_TOKEN, **config}, source="test-config", env=env or {})
     store = Store(f"sqlite:///{state_dir / 'checks.sqlite'}", max_rejections=cfg.max_rejections)
     service = ChecksService(SnapshotCatalog(snapshot_dir), store, cfg, env=env or {})
-    server = ChecksServer(service, host="127.0.0.1", port=0, api_token=cfg.api_token, body_timeout=body_timeout).start()
+    server = ChecksServer(service, host="127.0.0.1", port=0, api_token=cfg.api_token, body_timeout=body_timeout,
+                          limits=limits).start()
     from datetime import timedelta
 
     interval = timedelta(seconds=sweep_interval) if sweep_interval else cfg.sweep_interval

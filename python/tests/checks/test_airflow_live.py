@@ -233,7 +233,8 @@ def test_airflow3_dag_run_counts_rows_and_calls_back(airflow: str, snapshot, ser
     config = {
         "protected_branches": [{"branch": "main", "mandatory_checks": ["row-count"]}],
         "executors": {
-            "airflow": {"url": airflow, "username": USER, "password": "{{ ENV.AIRFLOW_TEST_PASSWORD }}"}
+            "airflow": {"url": airflow, "username": USER, "password": "{{ ENV.AIRFLOW_TEST_PASSWORD }}",
+                        "allowed_dags": [DAG_ID, QUIET_DAG_ID]}
         },
         "airflow_poll_interval": "1s",
     }

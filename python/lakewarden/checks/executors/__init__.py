@@ -7,12 +7,24 @@ a bad definition is refused when the check is triggered, before any state change
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+import fnmatch
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Protocol
+
+import requests
 
 from lakewarden.checks.config import CheckDefinition, ExecutorEndpoint
 from lakewarden.checks.templating import render_env
 from lakewarden.errors import BadInput
+
+if TYPE_CHECKING:
+    from lakewarden.checks.masking import SecretMask
+
+#: At most this much of an executor's answer is read (a hostile executor may answer gigabytes).
+ANSWER_READ_BYTES = 64 * 1024
+#: At most this much of it (masked) goes into an error.
+ANSWER_EXCERPT_CHARS = 1000
 
 
 class ExecutorError(Exception):
@@ -27,6 +39,8 @@ class ExecutionRequest:
     execution_id: str
     event: dict[str, Any]
     properties: dict[str, Any]
+    #: The service's secret mask: answers are masked before they are cut into an error.
+    secrets: "SecretMask | None" = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,10 @@ class Executor(Protocol):
     #: Properties that carry an endpoint and its credentials: set by the server config's executor
     #: endpoint when a check names one, and then not settable by the action file.
     bound_keys: frozenset[str]
+    #: The only properties an action file may set on a check that names a config endpoint; every
+    #: other one (also those the endpoint leaves unset) is locked, so an action cannot steer where
+    #: the endpoint's credentials go.
+    action_keys: frozenset[str]
 
     def start(self, request: ExecutionRequest) -> ExecutionStarted:
         """Hand the job over; raise :class:`ExecutorError` when that fails."""
@@ -94,19 +112,70 @@ def prepare_properties(
                 source=definition.source,
                 field=f"checks[{definition.id}].executor",
             )
-        clash = sorted(set(own) & executor.bound_keys)
-        if clash:
+        clash = sorted(set(own) - executor.action_keys)
+        if clash and not definition.operator_owned:
             raise BadInput(
-                f"{', '.join(clash)} come(s) from executor {endpoint.name!r} of the server config; remove from the action",
+                f"{', '.join(clash)} come(s) from executor {endpoint.name!r} of the server config; remove from the action"
+                f" (an action may set only {', '.join(sorted(executor.action_keys))})",
                 source=definition.source,
                 field=where,
             )
+        dags = endpoint.allowed_dags
+        if definition.type == "airflow" and not definition.operator_owned:
+            dag_id = own.get("dag_id")
+            if dags is None:
+                raise BadInput(
+                    f"executor {endpoint.name!r} has no allowed_dags in the server config: action files may not start"
+                    " DAGs with its login until the operator lists them",
+                    source=definition.source,
+                    field=f"checks[{definition.id}].executor",
+                )
+            if not isinstance(dag_id, str) or not any(fnmatch.fnmatchcase(dag_id, d) for d in dags):
+                raise BadInput(
+                    f"DAG {dag_id!r} is not in allowed_dags of executor {endpoint.name!r} ({', '.join(dags) or 'none'})",
+                    source=definition.source,
+                    field=f"{where}.dag_id",
+                )
         # The operator's config may read any variable; its values are secrets all the same.
         merged.update(render_env(copy.deepcopy(endpoint.properties), env, prefix="", source="server config",
                                  field=f"executors.{endpoint.name}", rendered=rendered))
     merged.update(render_env(own, env, prefix=env_prefix, source=definition.source, field=where, rendered=rendered))
     executor.validate(merged, source=definition.source, field=where)
     return merged
+
+
+def no_redirect(response: requests.Response, what: str) -> None:
+    """Executor calls never follow redirects: the next request would carry the endpoint's
+    credentials and the event (with its callback token) to wherever the answer points."""
+    if response.is_redirect or 300 <= response.status_code < 400:
+        target = response.headers.get("Location", "")
+        raise ExecutorError(f"{what} answered HTTP {response.status_code} (a redirect to {target[:200]!r}); "
+                            "redirects are not followed: configure the final URL")
+
+
+def answer_excerpt(response: requests.Response, secrets: "SecretMask | None") -> str:
+    """The beginning of an answer for an error message: at most ANSWER_READ_BYTES read, masked
+    as a whole, then cut (never cut first: a cut could split a secret the mask would not know)."""
+    try:
+        raw = response.raw.read(ANSWER_READ_BYTES + 1, decode_content=True) if response.raw is not None else b""
+    except Exception:  # the answer broke off: what arrived is enough
+        raw = b""
+    if not raw and response._content not in (False, None):  # already read (tests, non-streamed)
+        raw = response.content[: ANSWER_READ_BYTES + 1]
+    truncated = len(raw) > ANSWER_READ_BYTES
+    text = raw[:ANSWER_READ_BYTES].decode(response.encoding or "utf-8", errors="replace")
+    if secrets is None:
+        return text[:ANSWER_EXCERPT_CHARS]
+    return secrets.mask_cut(text, ANSWER_EXCERPT_CHARS, truncated=truncated)
+
+
+def bounded_json(response: requests.Response, limit: int = 1 << 20) -> Any:
+    """The JSON of an answer read up to ``limit`` bytes (a hostile server may answer gigabytes);
+    ValueError when it is not JSON or longer."""
+    raw = response.raw.read(limit + 1, decode_content=True) if response.raw is not None else b""
+    if len(raw) > limit:
+        raise ValueError("answer too long")
+    return json.loads(raw)
 
 
 def fill_placeholders(template: str, values: Mapping[str, str]) -> str:

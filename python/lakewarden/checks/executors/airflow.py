@@ -19,7 +19,15 @@ from urllib.parse import quote
 import requests
 
 from lakewarden.durations import parse_duration
-from lakewarden.checks.executors import ExecutionRequest, ExecutionStarted, ExecutorError, fill_placeholders
+from lakewarden.checks.executors import (
+    ExecutionRequest,
+    ExecutionStarted,
+    ExecutorError,
+    answer_excerpt,
+    bounded_json,
+    fill_placeholders,
+    no_redirect,
+)
 from lakewarden.checks.executors.webhook import check_url, event_placeholders
 from lakewarden.errors import BadInput
 
@@ -44,6 +52,9 @@ def dag_conf(properties: Mapping[str, Any], event: Mapping[str, Any]) -> dict[st
 class AirflowExecutor:
     type_name = "airflow"
     bound_keys = frozenset({"url", "username", "password", "token", "api_version"})
+    #: With a config endpoint, the action names the DAG (which must be in the endpoint's
+    #: allowed_dags), its conf, and how the run is followed; never where or as whom.
+    action_keys = frozenset({"dag_id", "dag_conf", "wait_for_dag", "timeout", "output_url"})
 
     def validate(self, properties: Mapping[str, Any], *, source: str, field: str) -> None:
         unknown = set(properties) - _KEYS
@@ -68,7 +79,7 @@ class AirflowExecutor:
         if not isinstance(properties.get("wait_for_dag", False), bool):
             raise BadInput("wait_for_dag must be true or false", source=source, field=f"{field}.wait_for_dag")
 
-    def _session(self, p: Mapping[str, Any], base: str, timeout: float) -> requests.Session:
+    def _session(self, p: Mapping[str, Any], base: str, timeout: float, secrets: Any = None) -> requests.Session:
         session = requests.Session()
         if p.get("token"):
             session.headers["Authorization"] = f"Bearer {p['token']}"
@@ -80,15 +91,25 @@ class AirflowExecutor:
                     f"{base}/auth/token",
                     json={"username": str(p["username"]), "password": str(p["password"])},
                     timeout=timeout,
+                    allow_redirects=False,
+                    stream=True,
                 )
             except requests.RequestException as exc:
+                session.close()
                 raise ExecutorError(f"airflow {base} unreachable: {exc.__class__.__name__}: {exc}") from None
-            if not 200 <= answer.status_code < 300:
-                raise ExecutorError(f"airflow refused the login: HTTP {answer.status_code}: {answer.text[:300]}")
-            try:
-                token = answer.json()["access_token"]
-            except (ValueError, KeyError, TypeError):
-                raise ExecutorError("airflow /auth/token answered without access_token") from None
+            with answer:
+                try:
+                    no_redirect(answer, "airflow /auth/token")
+                    if not 200 <= answer.status_code < 300:
+                        raise ExecutorError(f"airflow refused the login: HTTP {answer.status_code}: "
+                                            f"{answer_excerpt(answer, secrets)}")
+                    try:
+                        token = bounded_json(answer)["access_token"]
+                    except (ValueError, KeyError, TypeError, requests.RequestException):
+                        raise ExecutorError("airflow /auth/token answered without access_token") from None
+                except ExecutorError:
+                    session.close()
+                    raise
             session.headers["Authorization"] = f"Bearer {token}"
         return session
 
@@ -102,13 +123,17 @@ class AirflowExecutor:
         if version == "v2":
             body["logical_date"] = None  # required in Airflow 3; null means "not data-interval bound"
         dag = quote(str(p["dag_id"]), safe="")
-        with self._session(p, base, timeout) as session:
+        with self._session(p, base, timeout, request.secrets) as session:
             try:
-                answer = session.post(f"{base}/api/{version}/dags/{dag}/dagRuns", json=body, timeout=timeout)
+                answer = session.post(f"{base}/api/{version}/dags/{dag}/dagRuns", json=body, timeout=timeout,
+                                      allow_redirects=False, stream=True)
             except requests.RequestException as exc:
                 raise ExecutorError(f"airflow {base} unreachable: {exc.__class__.__name__}: {exc}") from None
-        if not 200 <= answer.status_code < 300:
-            raise ExecutorError(f"airflow refused the DAG run: HTTP {answer.status_code}: {answer.text[:300]}")
+            with answer:  # read (bounded) while the session's connection is open
+                no_redirect(answer, "airflow")
+                if not 200 <= answer.status_code < 300:
+                    raise ExecutorError(f"airflow refused the DAG run: HTTP {answer.status_code}: "
+                                        f"{answer_excerpt(answer, request.secrets)}")
         if p.get("output_url"):
             output_url = fill_placeholders(str(p["output_url"]), {**event_placeholders(request), "dag_run_id": run_id})
         elif version == "v2":
@@ -117,21 +142,25 @@ class AirflowExecutor:
             output_url = f"{base}/dags/{dag}/grid?dag_run_id={quote(run_id, safe='')}"
         return ExecutionStarted(output_url=output_url, poll_run_id=run_id if p.get("wait_for_dag") else None)
 
-    def run_state(self, properties: Mapping[str, Any], run_id: str) -> str:
+    def run_state(self, properties: Mapping[str, Any], run_id: str, secrets: Any = None) -> str:
         """The state of a DAG run (``queued``, ``running``, ``success``, ``failed``, ...)."""
         p = properties
         base = str(p["url"]).rstrip("/")
         version = p.get("api_version", "v2")
         timeout = parse_duration(p.get("timeout", "30s")).total_seconds()
         dag = quote(str(p["dag_id"]), safe="")
-        with self._session(p, base, timeout) as session:
+        with self._session(p, base, timeout, secrets) as session:
             try:
-                answer = session.get(f"{base}/api/{version}/dags/{dag}/dagRuns/{quote(run_id, safe='')}", timeout=timeout)
+                answer = session.get(f"{base}/api/{version}/dags/{dag}/dagRuns/{quote(run_id, safe='')}", timeout=timeout,
+                                     allow_redirects=False, stream=True)
             except requests.RequestException as exc:
                 raise ExecutorError(f"airflow {base} unreachable: {exc.__class__.__name__}: {exc}") from None
-        if answer.status_code != 200:
-            raise ExecutorError(f"airflow refused the DAG run state: HTTP {answer.status_code}: {answer.text[:300]}")
-        try:
-            return str(answer.json()["state"])
-        except (ValueError, KeyError, TypeError):
-            raise ExecutorError("airflow answered a DAG run without state") from None
+            with answer:  # read (bounded) while the session's connection is open
+                no_redirect(answer, "airflow")
+                if answer.status_code != 200:
+                    raise ExecutorError(f"airflow refused the DAG run state: HTTP {answer.status_code}: "
+                                        f"{answer_excerpt(answer, secrets)}")
+                try:
+                    return str(bounded_json(answer)["state"])
+                except (ValueError, KeyError, TypeError, requests.RequestException):
+                    raise ExecutorError("airflow answered a DAG run without state") from None

@@ -9,12 +9,20 @@ a JSON answer may carry its own ``output_url``.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 import requests
 
 from lakewarden.durations import parse_duration
-from lakewarden.checks.executors import ExecutionRequest, ExecutionStarted, ExecutorError, fill_placeholders
+from lakewarden.checks.executors import (
+    ExecutionRequest,
+    ExecutionStarted,
+    ExecutorError,
+    answer_excerpt,
+    fill_placeholders,
+    no_redirect,
+)
 from lakewarden.errors import BadInput
 
 _KEYS = {"url", "timeout", "query_params", "headers", "output_url"}
@@ -39,6 +47,8 @@ def event_placeholders(request: ExecutionRequest) -> dict[str, str]:
 class WebhookExecutor:
     type_name = "webhook"
     bound_keys = frozenset({"url", "headers"})
+    #: With a config endpoint, the action may only say how long to wait and where its log is.
+    action_keys = frozenset({"timeout", "output_url"})
 
     def validate(self, properties: Mapping[str, Any], *, source: str, field: str) -> None:
         unknown = set(properties) - _KEYS
@@ -69,16 +79,24 @@ class WebhookExecutor:
         params = {k: [str(i) for i in v] if isinstance(v, list) else str(v) for k, v in p.get("query_params", {}).items()}
         headers = {str(k): str(v) for k, v in p.get("headers", {}).items()}
         try:
-            response = requests.post(p["url"], params=params, headers=headers, json=request.event, timeout=timeout)
+            response = requests.post(p["url"], params=params, headers=headers, json=request.event, timeout=timeout,
+                                     allow_redirects=False, stream=True)
         except requests.RequestException as exc:
             raise ExecutorError(f"webhook {p['url']} unreachable: {exc.__class__.__name__}: {exc}") from None
-        if not 200 <= response.status_code < 300:
-            raise ExecutorError(f"webhook answered HTTP {response.status_code}: {response.text[:300]}")
+        with response:
+            no_redirect(response, "webhook")
+            if not 200 <= response.status_code < 300:
+                raise ExecutorError(f"webhook answered HTTP {response.status_code}: "
+                                    f"{answer_excerpt(response, request.secrets)}")
+            try:
+                raw = response.raw.read(64 * 1024, decode_content=True)
+            except Exception:
+                raw = b""
         output_url = None
         if "output_url" in p:
             output_url = fill_placeholders(p["output_url"], event_placeholders(request))
         try:
-            body = response.json()
+            body = json.loads(raw) if raw else None
         except ValueError:
             body = None
         if isinstance(body, dict) and isinstance(body.get("output_url"), str):
