@@ -10,6 +10,7 @@ starts), so a bad snapshot is rejected with a one-line reason and leaves the war
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -173,8 +174,6 @@ def _file_identity(file: Path) -> str:
 def _fingerprint(path: Path) -> str:
     """Identity of a stored table's bytes (a file, or a folder's files): a JSONL table is
     converted again only when this changes."""
-    import hashlib
-
     digest = hashlib.sha256()
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     for file in files:
@@ -214,19 +213,21 @@ def register_snapshot(spark: "SparkSession", checked: "CheckedSnapshot", *, sche
 
     Nothing is copied: each source table becomes a view selecting the declared columns from
     the snapshot's Parquet where it is (a JSONL table's conversion under the cache directory).
-    Only a snapshot that passed every check gets here, so a bad one leaves the warehouse as it was.
+    Only a snapshot that passed every check gets here, so a bad one leaves the warehouse as it
+    was; views already pointing at these very files are left as they are.
     """
     declared = source_columns("lakefs")
     spark.sql(f"create database if not exists {schema}")
     for name in SNAPSHOT_TABLES:
         table = checked.tables[name]
         source = f"parquet.{_quote_path(table.data)}"
-        _replace_view(spark, f"{schema}.{name}", _select_sql(source, declared[name], list(table.columns)))
+        select_sql = _select_sql(source, declared[name], list(table.columns))
+        _replace_view(spark, f"{schema}.{name}", select_sql, identity=checked.fingerprint)
     repository = checked.repository
     repository_sql = "select " + ", ".join(
         f"cast({_sql_string(getattr(repository, column))} as {kind}) as `{column}`" for column, kind in declared["repository"]
     )
-    _replace_view(spark, f"{schema}.repository", repository_sql)
+    _replace_view(spark, f"{schema}.repository", repository_sql, identity=checked.fingerprint)
     counts = {**checked.row_counts, "repository": 1}
     log.info("snapshot %s read in place: %s", checked.snapshot_dir, ", ".join(f"{k}={v}" for k, v in counts.items()))
     return LoadedSnapshot(repository=repository, row_counts=counts, newest_commit_epoch=checked.newest_commit_epoch)
@@ -236,12 +237,18 @@ def _sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _replace_view(spark: "SparkSession", qualified: str, select_sql: str) -> None:
-    """``create or replace view``; a table of that name (a warehouse from before snapshots were
-    read in place, or a plain ``dbt build``'s empty source table) is dropped first."""
-    database, table = qualified.split(".", 1)
+def _replace_view(spark: "SparkSession", qualified: str, select_sql: str, *, identity: str) -> None:
+    """``create or replace view``, unless the view is already this one: the view's comment holds
+    a digest of its SQL and ``identity`` (the fingerprint of the files it reads), so a job run
+    again on an unchanged snapshot writes nothing to the metastore. A table of that name (a warehouse from
+    before snapshots were read in place, or a plain ``dbt build``'s empty source table) is
+    dropped first."""
+    digest = hashlib.sha256(f"{select_sql}\n{identity}".encode()).hexdigest()[:32]
+    comment = f"lakewarden snapshot view {digest}"
     if spark.catalog.tableExists(qualified):
-        kind = spark.catalog.getTable(qualified).tableType
-        if kind != "VIEW":
+        existing = spark.catalog.getTable(qualified)
+        if existing.tableType == "VIEW" and existing.description == comment:
+            return
+        if existing.tableType != "VIEW":
             spark.sql(f"drop table {qualified}")
-    spark.sql(f"create or replace view {qualified} as {select_sql}")
+    spark.sql(f"create or replace view {qualified} comment {_sql_string(comment)} as {select_sql}")

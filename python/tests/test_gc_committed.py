@@ -140,6 +140,28 @@ def test_now_before_newest_commit_is_refused(spark, test_state_dir: Path, sample
     assert "before the newest commit" in capsys.readouterr().err
 
 
+def test_loading_the_same_snapshot_again_writes_no_view(
+    spark, sample: SampleRepository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lakewarden.snapshot import load_snapshot
+
+    cache = tmp_path / "cache"
+    first = load_snapshot(spark, sample.snapshot_dir, schema="reloaded", cache_dir=cache)
+    statements: list[str] = []
+    original = spark.sql
+
+    def recording(query: str, *args, **kwargs):
+        statements.append(query)
+        return original(query, *args, **kwargs)
+
+    monkeypatch.setattr(spark, "sql", recording)
+    again = load_snapshot(spark, sample.snapshot_dir, schema="reloaded", cache_dir=cache)
+    monkeypatch.undo()
+    assert again == first
+    assert not [q for q in statements if "create or replace view" in q], statements
+    assert spark.table("reloaded.commits").count() == first.row_counts["commits"]
+
+
 def test_bad_rules_fail_before_spark_work(test_state_dir: Path, sample: SampleRepository, tmp_path: Path, capsys) -> None:
     code = run_gc(sample, test_state_dir, tmp_path / "report", "--dry-run", rules={"default_retention_days": -3})
     assert code == 2
