@@ -1,8 +1,8 @@
 {#- For people who run `dbt build` themselves (the lakewarden runner registers its tables when its
     session starts and sets var('lakewarden_runner'), which makes this a no-op).
 
-    Spark's catalog is in memory, so a fresh dbt process knows no table. Every source that does
-    not exist yet is declared here with the columns and data types of models/sources.yml:
+    Every source that does not exist yet is declared here with the columns and data types of
+    models/sources.yml:
     - a table kept across runs (meta.state_table: lifecycle's ledger and policy history,
       uncommitted GC's runs) is the Parquet directory under $LAKEWARDEN_HOME/tables/<name>, so
       a plain `dbt build` reads the history the runner keeps;
