@@ -54,6 +54,8 @@ DANGLING = "(no branch: dangling or deleted-branch commits)"
 #: marked addresses that no commit of the snapshot holds (uncommitted GC marks only such)
 NOT_IN_COMMIT = "(not in any commit)"
 ROOT_PREFIX = "(root)"
+#: up to this many distinct branch sets, an address's sets are bits of one long (see _snapshot_figures)
+MAX_SET_BITS = 63
 
 #: why an address is marked, in the words of its job (the page and the demo show these)
 COMMITTED_REASON = "only expired commits reference it"
@@ -270,9 +272,8 @@ def compute_figures(
         {"address": r["address"], "path": r["path"], "size_bytes": int(r["size"]), "reasons": list(r["reasons"] or [])}
         for r in rows.orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST).collect()
     ]
-    branches, kept = _snapshot_figures(spark, rows, snapshot_schema, now)
-
     total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
+    branches, kept = _snapshot_figures(spark, rows, Group(int(total[0]["objects"]), int(total[0]["bytes"])), snapshot_schema, now)
     ages_marked = {int(g["name"]): g for g in marked_groups.get("age", {}).get("groups", [])}
     bins = range(len(AGE_BINS_DAYS))
     return {
@@ -324,9 +325,13 @@ def _collect_trimmed(grouped: "DataFrame") -> dict[str, dict[str, Any]]:
 
 
 def _snapshot_figures(
-    spark: "SparkSession", rows: "DataFrame", schema: str, now: datetime
+    spark: "SparkSession", rows: "DataFrame", total: Group, schema: str, now: datetime
 ) -> tuple[dict[str, Any], dict[int, tuple[int, int]]]:
-    """(marked by branch as a listing, kept committed objects and bytes per age bin)."""
+    """(marked by branch as a listing, kept committed objects and bytes per age bin), in one
+    Spark job: the snapshot's entries, each with the branch sets of the commits listing its
+    range, joined with the marked addresses and grouped by address (one shuffle). Marked
+    addresses are then counted per distinct combination of branch sets (a handful), and the
+    driver turns combinations into branches: exact, without an (address x branch) table."""
     from pyspark.sql import functions as F
 
     from lakewarden.dbt_python import load_graph
@@ -342,48 +347,87 @@ def _snapshot_figures(
     )
     heads = {r["branch_id"]: r["commit_id"] for r in spark.table(f"{schema}.branches").select("branch_id", "commit_id").collect()}
     reach = graph.reachability(heads)
-    set_of_commit = spark.createDataFrame(list(zip(reach.commit_ids, reach.set_ids)), "commit_id string, set_id string")
-    members = spark.createDataFrame(
-        [(set_id, branch) for set_id, names in reach.members.items() for branch in (names or (DANGLING,))],
-        "set_id string, branch string",
+    # Each distinct branch set is one bit of a long when there are at most 63 of them (the
+    # common case: commits share a handful of sets): the per-address union is then bit_or,
+    # far cheaper than collecting arrays; above that, arrays of set ids.
+    set_ids = sorted(reach.members)
+    use_bits = len(set_ids) <= MAX_SET_BITS
+    bit_of = {set_id: 1 << index for index, set_id in enumerate(set_ids)}
+    set_of_commit = spark.createDataFrame(
+        [(commit_id, set_id, bit_of.get(set_id, 0)) for commit_id, set_id in zip(reach.commit_ids, reach.set_ids)],
+        "commit_id string, set_id string, bit long",
     )
-    # range -> the branch sets of the commits listing it: sized by ranges x sets, small
-    range_sets = (
+    listed = (
         spark.table(f"{schema}.metaranges").select("meta_range_id", "range_id")
         .join(commits.select("commit_id", "meta_range_id").where(F.col("meta_range_id") != ""), "meta_range_id")
         .join(F.broadcast(set_of_commit), "commit_id")
-        .select("range_id", "set_id")
-        .distinct()
+        .groupBy("range_id")
     )
-    entries = spark.table(f"{schema}.ranges").select("range_id", "address", "last_modified", "size")
-    keyed = rows.select("address", F.lit(True).alias("is_marked"))
-    joined = entries.join(keyed, "address", "left")
-
-    hits = (
-        joined.where(F.col("is_marked")).select("range_id", "address").distinct()
-        .join(F.broadcast(range_sets), "range_id")
-        .select("address", "set_id").distinct()
-        .join(F.broadcast(members), "set_id")
-        .select("address", "branch").distinct()
+    # range -> the branch sets of the commits listing it: one row per range, small
+    range_sets = listed.agg(F.bit_or("bit").alias("sets")) if use_bits else listed.agg(F.collect_set("set_id").alias("sets"))
+    entries = (
+        spark.table(f"{schema}.ranges").select("range_id", "address", "last_modified", "size")
+        .join(F.broadcast(range_sets), "range_id", "left")
     )
-    by_branch = (
-        rows.select("address", "size")
-        .join(hits, "address", "left")
-        .select(F.coalesce(F.col("branch"), F.lit(NOT_IN_COMMIT)).alias("name"), "size")
-        .groupBy("name")
-        .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
-        .withColumn("kind", F.lit("branch"))
-    )
-    branches = _collect_trimmed(by_branch).get("branch", _empty_listing())
-
-    kept = (
-        joined.where(F.col("is_marked").isNull())
+    keyed = rows.select("address", F.col("size").alias("marked_size"), F.lit(True).alias("is_marked"))
+    if use_bits:
+        address_sets = F.bit_or(F.when(F.col("is_marked"), F.coalesce(F.col("sets"), F.lit(0)))).alias("sets")
+    else:
+        no_sets = F.array().cast("array<string>")
+        address_sets = F.array_sort(F.array_distinct(F.flatten(F.collect_list(
+            F.when(F.col("is_marked"), F.coalesce(F.col("sets"), no_sets)))))).alias("sets")
+    per_address = (
+        entries.join(keyed, "address", "left")
         .groupBy("address")
-        .agg(F.min("last_modified").alias("modified"), F.max("size").alias("size"))
-        .select(age_bin(F.col("modified"), now).alias("bin"), F.coalesce(F.col("size"), F.lit(0)).alias("size"))
-        .where(F.col("bin").isNotNull())
-        .groupBy("bin")
+        .agg(
+            F.max("is_marked").alias("is_marked"),
+            F.max("marked_size").alias("marked_size"),
+            F.min("last_modified").alias("modified"),
+            F.max("size").alias("size"),
+            address_sets,
+        )
+    )
+    marked_key = F.col("is_marked").isNotNull()
+    combos = (
+        per_address.select(
+            marked_key.alias("marked"),
+            F.when(marked_key, F.col("sets")).alias("sets"),
+            F.when(~marked_key, age_bin(F.col("modified"), now)).alias("bin"),
+            F.when(marked_key, F.col("marked_size")).otherwise(F.coalesce(F.col("size"), F.lit(0))).alias("size"),
+        )
+        .where(F.col("marked") | F.col("bin").isNotNull())
+        .groupBy("marked", "sets", "bin")
         .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
     )
-    ages = {int(r["bin"]): (int(r["objects"]), int(r["bytes"] or 0)) for r in kept.collect()}
-    return branches, ages
+    ages: dict[int, tuple[int, int]] = {}
+    by_branch: dict[str, Group] = {}
+    found = Group()
+    for row in combos.collect():
+        objects, size = int(row["objects"]), int(row["bytes"] or 0)
+        if not row["marked"]:
+            ages[int(row["bin"])] = (objects, size)
+            continue
+        found.add(objects, size)
+        sets = row["sets"] or (0 if use_bits else ())
+        members = [s for s in set_ids if sets & bit_of[s]] if use_bits else sets
+        names: set[str] = set()
+        for set_id in members:
+            names.update(reach.members.get(set_id) or (DANGLING,))
+        for name in names or {NOT_IN_COMMIT}:
+            by_branch.setdefault(name, Group()).add(objects, size)
+    # marked addresses no entry of the snapshot holds
+    missing = Group(total.objects - found.objects, total.bytes - found.bytes)
+    if missing.objects:
+        by_branch.setdefault(NOT_IN_COMMIT, Group()).add(missing.objects, missing.bytes)
+    return _trim(by_branch), ages
+
+
+def _trim(groups: dict[str, Group]) -> dict[str, Any]:
+    """A listing of the :data:`TOP_GROUPS` largest ``groups`` (bytes, objects, name), the rest folded."""
+    ordered = sorted(groups.items(), key=lambda item: (-item[1].bytes, -item[1].objects, item[0]))
+    listing = _empty_listing()
+    listing["groups"] = [{"name": name, "objects": g.objects, "bytes": g.bytes} for name, g in ordered[:TOP_GROUPS]]
+    rest = ordered[TOP_GROUPS:]
+    listing["other_groups"] = len(rest)
+    listing["other"] = {"objects": sum(g.objects for _, g in rest), "bytes": sum(g.bytes for _, g in rest)}
+    return listing

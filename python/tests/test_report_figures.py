@@ -73,7 +73,11 @@ def committed_marked(spark):
     )
 
 
-def test_committed_figures_count_every_object_and_byte(spark, snapshot: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("set_bits", [63, 0], ids=["branch-sets-as-bits", "branch-sets-as-arrays"])
+def test_committed_figures_count_every_object_and_byte(spark, snapshot: str, tmp_path: Path, monkeypatch, set_bits: int) -> None:
+    import lakewarden.report_figures as figures_module
+
+    monkeypatch.setattr(figures_module, "MAX_SET_BITS", set_bits)
     path = write_figures(tmp_path, spark, job="gc-committed", marked=committed_marked(spark), snapshot_schema=snapshot, now=NOW)
     assert path == tmp_path / FIGURES
     figures = read_figures(tmp_path)
