@@ -37,6 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lakewarden.commit_graph import DANGLING
 from lakewarden.errors import error_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,8 +50,6 @@ FORMAT = "lakewarden-figures/1"
 TOP_LARGEST = 20
 TOP_GROUPS = 25
 AGE_BINS_DAYS = (0, 1, 7, 14, 30, 60, 90, 180, 365, 730)
-#: commits no branch reaches (same words as ``lakewarden explain``)
-DANGLING = "(no branch: dangling or deleted-branch commits)"
 #: marked addresses that no commit of the snapshot holds (uncommitted GC marks only such)
 NOT_IN_COMMIT = "(not in any commit)"
 ROOT_PREFIX = "(root)"
@@ -98,6 +97,13 @@ class Listing:
     groups: dict[str, Group] = field(default_factory=dict)
     other_groups: int = 0
     other: Group = field(default_factory=Group)
+
+    def rows(self) -> list[tuple[str, Group]]:
+        """The groups in order, then ``(N more)`` for the folded rest when there is one."""
+        rows = list(self.groups.items())
+        if self.other_groups:
+            rows.append((f"({self.other_groups:,} more)", self.other))
+        return rows
 
 
 @dataclass
