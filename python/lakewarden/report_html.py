@@ -44,6 +44,7 @@ REPORT_HTML = "report.html"
 HISTORY = Path("history") / "runs.jsonl"
 TOP_REASONS = 3
 TREND_RUNS = 40
+TREND_TABLE_RUNS = 10
 
 csv.field_size_limit(1 << 30)
 
@@ -156,11 +157,11 @@ def compact(number: float) -> str:
 
 
 def _nice_max(value: float) -> float:
-    """The smallest 1/2/2.5/5 x 10^k at or above ``value`` (an axis's end)."""
+    """The smallest 1/2/4/8 x 10^k at or above ``value``: an axis's end, ticked in quarters."""
     if value <= 0:
         return 1.0
     scale = 10 ** len(str(int(value))) / 10 if value >= 1 else 1.0
-    for step in (1, 2, 2.5, 5, 10):
+    for step in (1, 2, 4, 8, 10):  # quarters of these read well: 0.25, 0.5, 1, 2, 2.5
         if step * scale >= value:
             return step * scale
     return 10 * scale
@@ -243,11 +244,14 @@ def age_chart(marked: list[Group], kept: list[Group]) -> str:
 
 def trend_chart(runs: list[dict[str, Any]], current: Any) -> str:
     """Marked bytes per run, oldest first; this run darker. Labels are the runs' clocks,
-    slanted so that forty of them do not overlap."""
-    width, height, left, bottom, top = 1000, 300, 70, 110, 16
+    upright so that neighbours never overlap (every k-th one when bars get narrow)."""
+    width, height, left, bottom, top = 1000, 290, 70, 100, 16
     plot_w, plot_h = width - left - 10, height - top - bottom
     values = [int(run.get("bytes_marked") or 0) for run in runs]
     axis_max = _nice_max(max(values, default=0))
+    clocks = [when(run.get("now") or run.get("started_at")).removesuffix(" UTC") for run in runs]
+    if all(clock.endswith(" 00:00") for clock in clocks):
+        clocks = [clock[:10] for clock in clocks]
     body = []
     for tick in range(5):
         value = axis_max * tick / 4
@@ -255,11 +259,11 @@ def trend_chart(runs: list[dict[str, Any]], current: Any) -> str:
         body.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>')
         body.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">{_esc(human_bytes(value))}</text>')
     slot = plot_w / max(1, len(runs))
-    for index, (run, value) in enumerate(zip(runs, values)):
+    every = max(1, -(-16 // int(slot)))  # a label needs about 16 px across
+    for index, (run, value, clock) in enumerate(zip(runs, values, clocks)):
         x = left + index * slot
         bar_h = plot_h * value / axis_max
         color = COLORS["now"] if run.get("run_id") == current else COLORS["trend"]
-        clock = str(run.get("now") or run.get("started_at") or "")[:16].replace("T", " ")
         tip = f"{run.get('run_id')} at {clock}: {int(run.get('num_marked') or 0):,} objects, {human_bytes(value)} marked; {run.get('status')}"
         body.append(
             f'<rect x="{x + slot * 0.15:.1f}" y="{top + plot_h - bar_h:.1f}" width="{slot * 0.7:.1f}" height="{bar_h:.1f}" fill="{color}">'
@@ -267,8 +271,9 @@ def trend_chart(runs: list[dict[str, Any]], current: Any) -> str:
         )
         if len(runs) <= 12:
             body.append(f'<text x="{x + slot / 2:.1f}" y="{top + plot_h - bar_h - 4:.1f}" text-anchor="middle" fill="#333">{_esc(human_bytes(value))}</text>')
-        lx, ly = x + slot / 2, top + plot_h + 12
-        body.append(f'<text x="{lx:.1f}" y="{ly}" text-anchor="end" transform="rotate(-40 {lx:.1f} {ly})" font-size="11">{_esc(clock)}</text>')
+        if (len(runs) - 1 - index) % every == 0:  # the newest run is always labelled
+            lx, ly = x + slot / 2 + 4, top + plot_h + 8
+            body.append(f'<text x="{lx:.1f}" y="{ly}" text-anchor="end" transform="rotate(-90 {lx:.1f} {ly})" font-size="11">{_esc(clock)}</text>')
     body.append(f'<text x="14" y="{top + plot_h / 2:.1f}" transform="rotate(-90 14 {top + plot_h / 2:.1f})" text-anchor="middle" fill="#555">marked bytes</text>')
     return _svg(width, height, "marked bytes per run", body)
 
@@ -321,6 +326,10 @@ def readable(key: str, value: Any) -> str:
         return "; ".join(rules) or "no rules"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if key == "bytes_marked" and isinstance(value, int):
+        return f"{human_bytes(value)} ({value:,} bytes)"
+    if key in TIME_FIELDS:
+        return when(value)
     if isinstance(value, dict):
         return "; ".join(f"{k}: {readable(str(k), v)}" for k, v in value.items()) or "(none)"
     if isinstance(value, list):
@@ -330,6 +339,7 @@ def readable(key: str, value: Any) -> str:
     return str(value)
 
 
+TIME_FIELDS = ("now", "started_at", "finished_at", "swept_at")
 SUMMARY_FIELDS = (
     ("repository_id", "repository"), ("storage_namespace", "storage namespace"), ("job", "job"), ("run_id", "run id"),
     ("dry_run", "dry run"), ("now", "clock (--now)"), ("status", "status"), ("marked_status", "status before the sweep"),
@@ -351,6 +361,14 @@ th{background:#f4f4f4}td{font-variant-numeric:tabular-nums;overflow-wrap:anywher
 .headline .big{font-size:1.5em;font-weight:600;margin:0 0 .3em}.headline p{margin:.3em 0}.headline ul{margin:.2em 0 .4em 1.2em;padding:0}
 .note{color:#666;font-size:.85em}svg{max-width:100%;height:auto;display:block;margin:.5em 0}
 """
+
+
+def when(value: Any) -> str:
+    """An RFC 3339 time as ``2026-01-02 00:00 UTC`` (the page's reader wants minutes, not micros)."""
+    text = str(value or "")
+    if len(text) >= 16 and text[10] == "T":
+        return f"{text[:10]} {text[11:16]} UTC" if text.endswith(("Z", "+00:00")) else f"{text[:10]} {text[11:16]}{text[-6:]}"
+    return text
 
 
 def _signed(value: int, text: str) -> str:
@@ -376,8 +394,8 @@ def headline(summary: dict[str, Any], figures: Figures | None, statuses: Counter
     else:
         big = f"Marked {marked:,} objects ({human_bytes(marked_bytes or 0)}) for deletion; {status}."
     if summary.get("dry_run") and swept:
-        when = summary.get("swept_at") or summary.get("sweep_started_at") or ""
-        state = "is being swept" if status == "sweeping" else f"was swept afterwards{' on ' + str(when) if when else ''}"
+        swept_at = summary.get("swept_at") or summary.get("sweep_started_at") or ""
+        state = "is being swept" if status == "sweeping" else f"was swept afterwards{' on ' + when(swept_at) if swept_at else ''}"
         lines.append(f"This was a dry run; it {state} (lakewarden sweep): {deleted:,} deleted, {failed:,} not deleted.")
     if summary.get("error"):
         lines.append(f"Error: {summary['error']}")
@@ -397,7 +415,7 @@ def headline(summary: dict[str, Any], figures: Figures | None, statuses: Counter
         d_objects = int(marked) - int(before.get("num_marked") or 0)
         d_bytes = int(marked_bytes or 0) - int(before.get("bytes_marked") or 0)
         change = (
-            f"Since the previous run ({before.get('run_id')}, clock {before.get('now')}): "
+            f"Since the previous run ({before.get('run_id')}, clock {when(before.get('now'))}): "
             f"{_signed(d_objects, f'{abs(d_objects):,}')} objects, {_signed(d_bytes, human_bytes(abs(d_bytes)))} marked "
             f"(then {int(before.get('num_marked') or 0):,} objects, {human_bytes(int(before.get('bytes_marked') or 0))})."
         )
@@ -418,7 +436,7 @@ def render(directory: Path, summary: dict[str, Any], state: Path | None) -> str:
     runs = run_history(state, summary)
     job = str(summary.get("job") or "?")
     title = f"lakewarden {job}: {summary.get('repository_id') or ''}"
-    parts = [f"<h1>{_esc(title)}</h1>", f'<p class="sub">run {_esc(summary.get("run_id", ""))}, clock {_esc(summary.get("now", ""))}</p>']
+    parts = [f"<h1>{_esc(title)}</h1>", f'<p class="sub">run {_esc(summary.get("run_id", ""))}, clock {_esc(when(summary.get("now")))}</p>']
     block, _ = headline(summary, figures, statuses, runs)
     parts.append(block)
 
@@ -471,18 +489,21 @@ def render(directory: Path, summary: dict[str, Any], state: Path | None) -> str:
     parts.append("<h2>Trend: marked bytes per run</h2>")
     if len(runs) > 1:
         parts.append(trend_chart(runs, summary.get("run_id")))
+    recent = runs[::-1][:TREND_TABLE_RUNS]
     parts.append(
         _table(
             ["run", "clock (--now)", "marked", "bytes", "status"],
-            [[r.get("run_id"), r.get("now"), f"{r.get('num_marked') or 0:,}", human_bytes(r.get("bytes_marked") or 0), r.get("status")] for r in runs],
+            [[r.get("run_id"), when(r.get("now")), f"{r.get('num_marked') or 0:,}", human_bytes(r.get("bytes_marked") or 0), r.get("status")] for r in recent],
         )
     )
+    if len(runs) > len(recent):
+        parts.append(f'<p class="note">The {len(recent)} most recent of the {len(runs)} runs charted, newest first.</p>')
     if state is None:
         parts.append('<p class="note">No state dir recorded: earlier runs are not shown.</p>')
 
     parts.append("<h2>Summary</h2>")
     rows = [[label, readable(key, summary[key])] for key, label in SUMMARY_FIELDS if summary.get(key) is not None]
-    parts.append(_table(["", ""], rows, "summary"))
+    parts.append(_table(["field", "value"], rows, "summary"))
 
     parts.append(f'<p class="note">Generated {_esc(datetime.now().astimezone().isoformat(timespec="seconds"))} from {_esc(directory)}. '
                  "See addresses.csv for every marked object, and <code>lakewarden explain --report DIR ADDRESS</code> for why.</p>")
