@@ -124,13 +124,11 @@ def run_history(state: Path | None, summary: dict[str, Any]) -> list[dict[str, A
 
 
 def previous_run(runs: list[dict[str, Any]], run_id: Any) -> dict[str, Any] | None:
-    """The run just before ``run_id`` in the history that marked something countable."""
-    earlier = [run for run in runs if run.get("run_id") != run_id and run.get("num_marked") is not None]
+    """The latest run before ``run_id`` in ``run_history`` (which holds ``run_id``) that marked."""
     ids = [run.get("run_id") for run in runs]
-    if run_id in ids:
-        position = ids.index(run_id)
-        earlier = [run for run in runs[:position] if run.get("num_marked") is not None]
-    return earlier[-1] if earlier else None
+    earlier = runs[: ids.index(run_id)] if run_id in ids else runs
+    counted = [run for run in earlier if run.get("num_marked") is not None]
+    return counted[-1] if counted else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,7 +373,7 @@ def _signed(value: int, text: str) -> str:
     return ("+" if value > 0 else "\u2212" if value < 0 else "\u00b1") + text
 
 
-def headline(summary: dict[str, Any], figures: Figures | None, statuses: Counter, runs: list[dict[str, Any]]) -> tuple[str, bool]:
+def headline(summary: dict[str, Any], figures: Figures | None, statuses: Counter, runs: list[dict[str, Any]]) -> str:
     """The first screen: how much would go or went, why, what changed since the previous run."""
     ok = summary.get("success") is True
     status = str(summary.get("status") or "not finished")
@@ -420,14 +418,13 @@ def headline(summary: dict[str, Any], figures: Figures | None, statuses: Counter
             f"(then {int(before.get('num_marked') or 0):,} objects, {human_bytes(int(before.get('bytes_marked') or 0))})."
         )
     bad = not ok and status not in ("sweeping",)
-    block = (
+    return (
         f'<div class="headline{" bad" if bad else ""}"><p class="big">{_esc(big)}</p>'
         + "".join(f"<p>{_esc(line)}</p>" for line in lines)
         + reasons
         + (f"<p>{_esc(change)}</p>" if change else "")
         + "</div>"
     )
-    return block, ok
 
 
 def render(directory: Path, summary: dict[str, Any], state: Path | None) -> str:
@@ -437,8 +434,7 @@ def render(directory: Path, summary: dict[str, Any], state: Path | None) -> str:
     job = str(summary.get("job") or "?")
     title = f"lakewarden {job}: {summary.get('repository_id') or ''}"
     parts = [f"<h1>{_esc(title)}</h1>", f'<p class="sub">run {_esc(summary.get("run_id", ""))}, clock {_esc(when(summary.get("now")))}</p>']
-    block, _ = headline(summary, figures, statuses, runs)
-    parts.append(block)
+    parts.append(headline(summary, figures, statuses, runs))
 
     if statuses or sweep_summary:
         parts.append("<h2>Sweep</h2>")
