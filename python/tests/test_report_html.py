@@ -248,3 +248,18 @@ def test_page_renders_in_chromium_without_errors_or_requests(runs: dict[str, Pat
         finally:
             browser.close()
     assert errors == []
+
+
+@pytest.mark.parametrize("count", [1, 2, 12, 40])
+def test_trend_labels_never_overlap(count: int) -> None:
+    """Upright labels one font height apart at least, however many runs; the newest labelled."""
+    import re
+
+    from lakewarden.report_html import trend_chart
+
+    runs = [{"run_id": f"r{i}", "now": f"2026-01-{1 + i % 28:02d}T0{i % 10}:00:00Z", "bytes_marked": 1000 * i, "num_marked": i}
+            for i in range(count)]
+    svg = trend_chart(runs, f"r{count - 1}")
+    labels = [(float(x), text) for x, text in re.findall(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end" transform="rotate\(-90[^>]*>([^<]*)</text>', svg)]
+    assert labels and labels[-1][1].startswith(f"2026-01-{1 + (count - 1) % 28:02d}")  # date, and time unless all are 00:00
+    assert all(b[0] - a[0] >= 14 for a, b in zip(labels, labels[1:]))
