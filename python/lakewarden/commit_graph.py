@@ -35,6 +35,9 @@ from typing import Iterable, Mapping, Sequence
 
 from lakewarden.errors import BadInput
 
+#: how a person is told about commits no branch reaches (explain, report.html)
+DANGLING = "(no branch: dangling or deleted-branch commits)"
+
 NO_PARENT = -1
 #: lakeFS's CommitVersionParentSwitch: commits of a lower version list their main parent last.
 PARENT_SWITCH_VERSION = 1

@@ -4,9 +4,11 @@ The summary is written when a run starts (``success: false``, ``finished_at: nul
 rewritten atomically as it progresses, so a run that dies part-way leaves a report saying so.
 ``addresses.csv`` is written by Spark as one sorted file (one task sorts with spilling; the list
 never passes through the driver). When a run finishes, it is appended to the state dir's run
-history and ``report.html`` is (re)written (``lakewarden.report_html``); a sweep rewrites the page
-when it finalizes the summary. Jobs record ``snapshot_dir`` and ``state_dir`` in the summary so
-the page and ``lakewarden explain`` can read the snapshot and history later, without Spark.
+history and ``report.html`` is (re)written (``lakewarden.report_html``) from the summary, the
+``figures.json`` the job computed in its mark (``lakewarden.report_figures``) and the history; a
+sweep rewrites the page when it finalizes the summary. Jobs record ``snapshot_dir`` and
+``state_dir`` in the summary so ``lakewarden explain`` can read the snapshot, and the page the
+history, later without Spark.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from typing import Any, Iterable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from lakewarden.commit_graph import DANGLING
 from lakewarden.errors import BadInput
 from lakewarden.snapshot import _table_path
 
 BATCH_ROWS = 64 * 1024
-DANGLING = "(no branch: dangling or deleted-branch commits)"
 
 
 def dataset(snapshot_dir: Path, name: str) -> ds.Dataset | None:

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -206,6 +207,11 @@ def test_unsafe_rows_are_recorded_failed_and_never_deleted(sweep: Any, namespace
     failed = [o for o in read_outcomes_csv(report) if o["status"] == "failed"]
     assert len(failed) == len(unsafe) and all(o["reason"].startswith("unsafe:") for o in failed)
     assert json.loads((report / "summary.json").read_text())["success"] is False
+    # the page's counts, recorded beside the outcomes: the same numbers outcomes.csv holds
+    counts = json.loads((report / "sweep" / "summary.json").read_text())["outcome_counts"]
+    assert counts["by_status"] == {"deleted": 1, "failed": len(unsafe)}
+    assert counts["failures_by_reason"] == dict(Counter(o["reason"] for o in failed))
+    assert (counts["failures_other_reasons"], counts["failures_other"]) == (0, 0)
 
 
 def test_killed_sweep_resumes_without_redeleting_or_losing(sweep: Any, namespace: Path, tmp_path: Path) -> None:

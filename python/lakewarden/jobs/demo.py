@@ -18,7 +18,8 @@ from pathlib import Path
 
 from lakewarden.jobs.common import rfc3339
 from lakewarden.progress import human_bytes
-from lakewarden.report_html import REPORT_HTML, aggregate_marked, sweep_outcomes, write_report_html
+from lakewarden.report_figures import Group, read_figures
+from lakewarden.report_html import REPORT_HTML, sweep_outcomes, write_report_html
 from lakewarden.spark_session import state_dir
 
 DEMO_RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 21}]}
@@ -111,14 +112,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _rows(report: Path, remaining: int, kept: list[str]) -> list[tuple[str, str, str, str]]:
     """kept / marked / deleted (/ failed) rows: objects, bytes, why."""
-    summary = json.loads((report / "summary.json").read_text())
-    marked = aggregate_marked(report, summary)
+    figures = read_figures(report)
+    total = figures.total if figures is not None else Group()
     statuses, failures, _ = sweep_outcomes(report)
-    reasons = sorted(marked.by_reason.items(), key=lambda item: -item[1].objects)
+    reasons = sorted(figures.by_reason.rows(), key=lambda item: -item[1].objects) if figures is not None else []
     marked_why = "; ".join(f"{name} ({group.objects})" if len(reasons) > 1 else name for name, group in reasons) or "nothing qualifies"
     rows = [
         ("kept", f"{remaining:,}", "", "; ".join(kept)),
-        ("marked", f"{marked.total.objects:,}", human_bytes(marked.total.bytes), marked_why),
+        ("marked", f"{total.objects:,}", human_bytes(total.bytes), marked_why),
         ("deleted", f"{statuses.get('deleted', 0):,}", "", "the sweep deleted what the dry run marked"),
     ]
     if failures:

@@ -13,6 +13,7 @@ from lakewarden.gc_rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.report import Report, default_report_dir, write_single_csv
+from lakewarden.report_figures import write_figures
 from lakewarden.snapshot import source_ddl
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ def mark_committed(
         report.write_addresses(
             marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "example_path", "path_count")
         )
+        write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
         write_single_csv(
             commits.select("commit_id", "created_at", "is_active", "reason"),
             report.directory / "commits.csv",

@@ -37,6 +37,7 @@ from lakewarden.jobs.common import (
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.s3client import s3_options
 from lakewarden.report import Report, write_json_atomic
+from lakewarden.report_figures import write_figures
 from lakewarden.state_tables import append_rows, qualified, state_lock
 from lakewarden.timestamps import from_spark
 
@@ -281,6 +282,7 @@ def mark_uncommitted(
         report.write_addresses(
             marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "candidate_source")
         )
+        write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
         phase("report")
         # lakeFS-style outputs: the uncommitted inventory file, the ranges read, what was marked
         inventory_dir = output_dir / "uncommitted"

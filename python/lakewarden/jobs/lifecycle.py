@@ -30,6 +30,7 @@ from lakewarden.jobs.common import (
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.report import Report, default_report_dir
+from lakewarden.report_figures import write_figures
 from lakewarden.snapshot import source_columns, source_ddl
 from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark
@@ -230,6 +231,7 @@ def mark_lifecycle(
                 "path_count",
             )
         )
+        write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
         base = output_base(context)
         run_date = context.now.astimezone(timezone.utc).date().isoformat()
         (

@@ -36,7 +36,7 @@ from lakewarden.sweep.engine import (
 )
 from lakewarden.sweep.hooks import hold
 from lakewarden.sweep.report_dir import OUTCOME_COLUMNS, REQUIRED_COLUMNS, Report
-from lakewarden.sweep.result import SweepResult
+from lakewarden.sweep.result import MAX_FAILURE_REASONS, OUTCOME_COUNTS, OutcomeCounts, SweepResult
 from lakewarden.sweep.status import SweepStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -227,8 +227,8 @@ def sweep_distributed(
     status.flush()
     hold("merging")
     log.info("sweep %s: planning took %.1fs, deleting %.1fs", sweep_id, planned - clock, deleting)
-    result = _finalize(spark, report, addresses, sweep_id, status.started_at, clock, error, deleting)
-    status.finish(result, {"num_to_delete": num_todo})
+    result, counts = _finalize(spark, report, addresses, sweep_id, status.started_at, clock, error, deleting)
+    status.finish(result, {"num_to_delete": num_todo, OUTCOME_COUNTS: counts.to_json()})
     if error is not None:
         raise SweepFailed(
             f"sweep of {report.path} failed part-way ({error}); {result.num_deleted} deleted so far are recorded; "
@@ -255,8 +255,9 @@ def _finalize(
     clock: float,
     error: str | None,
     delete_seconds: float,
-) -> SweepResult:
-    """Merge every sweep's outcomes, write outcomes.csv; the counts."""
+) -> tuple[SweepResult, OutcomeCounts]:
+    """Merge every sweep's outcomes, write outcomes.csv; the counts (totals, and per status
+    and failure reason for the page)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -297,10 +298,19 @@ def _finalize(
     num_failed = int(totals["marked"] or 0) - num_deleted
     attempted = int(totals["attempted"] or 0)
     previously = int(totals["previously"] or 0)
+    counts = OutcomeCounts()
+    for row in final.groupBy("status").count().collect():
+        counts.by_status[row["status"]] += int(row["count"])
+    reasons = final.where(~is_deleted).groupBy("reason").count()
+    for row in reasons.orderBy(F.col("count").desc(), "reason").limit(MAX_FAILURE_REASONS).collect():
+        counts.failures_by_reason[row["reason"] or "(no reason recorded)"] += int(row["count"])
+    if len(counts.failures_by_reason) == MAX_FAILURE_REASONS:  # perhaps more: the rest as one sum
+        counts.other_reasons = reasons.count() - MAX_FAILURE_REASONS
+        counts.other = num_failed - sum(counts.failures_by_reason.values())
     _write_single_csv(final.select(*OUTCOME_COLUMNS), report.outcomes_csv)
     final.unpersist()
     this_run_deleted = max(num_deleted - previously, 0)
-    return SweepResult(
+    result = SweepResult(
         report_dir=str(report.path),
         run_id=report.summary.get("run_id"),
         sweep_id=sweep_id,
@@ -320,6 +330,7 @@ def _finalize(
         engine=ENGINE,
         error=error,
     )
+    return result, counts
 
 
 def _write_single_csv(df: "DataFrame", target: Path) -> None:

@@ -21,7 +21,7 @@ from lakewarden.sweep.engine import OutcomeLog, RowChecker, SweepFailed, delete_
 from lakewarden.sweep.hooks import hold
 from lakewarden.sweep.outcomes_file import load_outcomes, merge_into, write_outcomes_csv
 from lakewarden.sweep.report_dir import Report, address_rows
-from lakewarden.sweep.result import SweepResult
+from lakewarden.sweep.result import OUTCOME_COUNTS, OutcomeCounts, SweepResult
 from lakewarden.sweep.status import SweepStatus
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,7 @@ def sweep_in_process(
     hold("merging")
 
     num_deleted = attempted = 0
+    counts = OutcomeCounts()
 
     def outcome_rows() -> Iterator[tuple[str, str, str, str]]:
         """One row per marked address, in order, counted as written (never all held at once)."""
@@ -92,10 +93,12 @@ def sweep_in_process(
         for address, physical in keys:
             record = best.get((address, physical))
             if record is None:
+                counts.add("failed", "not attempted")
                 yield (address, physical, "failed", "not attempted")
                 continue
             num_deleted += record.status == "deleted"
             attempted += record.sweep_id == sweep_id
+            counts.add(record.status, record.reason)
             yield (address, physical, record.status, record.reason)
 
     keys.sort()
@@ -122,7 +125,7 @@ def sweep_in_process(
         engine=ENGINE,
         error=error,
     )
-    status.finish(result, {"num_to_delete": num_todo})
+    status.finish(result, {"num_to_delete": num_todo, OUTCOME_COUNTS: counts.to_json()})
     if error is not None:
         raise SweepFailed(
             f"sweep of {report.path} failed part-way ({error}); {num_deleted} deleted so far are recorded; "

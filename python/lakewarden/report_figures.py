@@ -1,0 +1,439 @@
+"""``figures.json``: every number ``report.html`` draws, computed by Spark in the mark's session.
+
+The page must be cheap to (re)draw: after the mark, and again after each sweep. So the marked
+table is aggregated where it already is, in the job's Spark session right after
+``addresses.csv`` is written, and the page reads a few hundred numbers instead of a million
+addresses (issue 18: "reports from aggregates"). The aggregates:
+
+* marked objects and bytes in total, by top-level prefix of the logical path, by reason (GC) or
+  rule (lifecycle), and by branch;
+* ages (last modified, at the run's clock) of marked objects and of kept committed objects, in
+  the bins :data:`AGE_BINS_DAYS`;
+* the :data:`TOP_LARGEST` largest marked objects with why they are marked.
+
+By branch follows ``lakewarden explain``'s reading of a history: a marked address counts once
+under each branch that reaches (through any parent) a commit whose metarange lists a range
+holding the address; commits no branch reaches count under :data:`DANGLING`; addresses no
+commit holds (uncommitted GC marks only such) under :data:`NOT_IN_COMMIT`. It is Spark joins
+over the snapshot tables (ranges x marked on address, ranges -> metaranges -> commits) plus the
+commit graph's reachability, which is computed on the driver as the jobs' own walks are (sized
+by commits, never by objects).
+
+Each group listing keeps its :data:`TOP_GROUPS` largest groups (by bytes) and folds the rest
+into one ``other`` entry, so the file stays small whatever the repository. Writing it never
+fails a run: an error is logged and the page says its figures are not available.
+
+This module imports neither pyspark nor pyarrow at import time: the page reads figures with
+:func:`read_figures` in processes that never start Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakewarden.commit_graph import DANGLING
+from lakewarden.errors import error_line
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+FIGURES = "figures.json"
+FORMAT = "lakewarden-figures/1"
+TOP_LARGEST = 20
+TOP_GROUPS = 25
+AGE_BINS_DAYS = (0, 1, 7, 14, 30, 60, 90, 180, 365, 730)
+#: marked addresses that no commit of the snapshot holds (uncommitted GC marks only such)
+NOT_IN_COMMIT = "(not in any commit)"
+ROOT_PREFIX = "(root)"
+#: up to this many distinct branch sets, an address's sets are bits of one long (see _snapshot_figures)
+MAX_SET_BITS = 63
+
+#: why an address is marked, in the words of its job (the page and the demo show these)
+COMMITTED_REASON = "only expired commits reference it"
+UNCOMMITTED_REASON = "no commit or staged entry references it ({source})"
+LIFECYCLE_REASON = "rule {rule}"
+UNRECORDED_RULE = "rule (unrecorded)"
+
+BRANCH_NOTE = (
+    "an object counts once under each branch whose history (any parent) holds a commit listing it; "
+    "the branch counts add up to more than the total when objects are on several branches"
+)
+KEPT_NOTE = "kept: distinct committed addresses of the snapshot that are not marked (age of their earliest entry)"
+
+
+def age_bin_labels() -> list[str]:
+    """``0-1d``, ``1-7d``, ..., ``>730d``: one label per bin of :data:`AGE_BINS_DAYS`."""
+    return [f"{lo}-{hi}d" for lo, hi in zip(AGE_BINS_DAYS, AGE_BINS_DAYS[1:])] + [f">{AGE_BINS_DAYS[-1]}d"]
+
+
+# --------------------------------------------------------------------------------------------
+# what the page reads
+
+
+@dataclass
+class Group:
+    """Objects and bytes of one group (a prefix, a reason, a branch, an age bin)."""
+
+    objects: int = 0
+    bytes: int = 0
+
+    def add(self, objects: int, size: int) -> None:
+        self.objects += objects
+        self.bytes += size
+
+
+@dataclass
+class Listing:
+    """The largest groups of one kind, plus what the others add up to."""
+
+    groups: dict[str, Group] = field(default_factory=dict)
+    other_groups: int = 0
+    other: Group = field(default_factory=Group)
+
+    def rows(self) -> list[tuple[str, Group]]:
+        """The groups in order, then ``(N more)`` for the folded rest when there is one."""
+        rows = list(self.groups.items())
+        if self.other_groups:
+            rows.append((f"({self.other_groups:,} more)", self.other))
+        return rows
+
+
+@dataclass
+class Figures:
+    """``figures.json`` as read back (see docs/reports.md for the file's schema)."""
+
+    job: str
+    total: Group
+    by_prefix: Listing
+    by_reason: Listing
+    by_branch: Listing
+    branch_note: str
+    ages_marked: list[Group]
+    ages_kept: list[Group]
+    kept_note: str
+    largest: list[dict[str, Any]]
+    seconds: float | None = None
+
+
+def _listing(document: dict[str, Any]) -> Listing:
+    listing = Listing(
+        groups={g["name"]: Group(int(g["objects"]), int(g["bytes"])) for g in document.get("groups") or []},
+        other_groups=int(document.get("other_groups") or 0),
+    )
+    other = document.get("other") or {}
+    listing.other = Group(int(other.get("objects") or 0), int(other.get("bytes") or 0))
+    return listing
+
+
+def read_figures(report_dir: Path) -> Figures | None:
+    """The report's figures, or None when it has none (an older report, a failed run) or
+    they are of a format this version does not read."""
+    path = Path(report_dir) / FIGURES
+    if not path.is_file():
+        return None
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if document.get("format") != FORMAT:
+        return None
+    ages = document["ages"]
+    return Figures(
+        job=str(document.get("job") or ""),
+        total=Group(int(document["marked"]["objects"]), int(document["marked"]["bytes"])),
+        by_prefix=_listing(document["by_prefix"]),
+        by_reason=_listing(document["by_reason"]),
+        by_branch=_listing(document["by_branch"]),
+        branch_note=str(document["by_branch"].get("note") or ""),
+        ages_marked=[Group(int(o), int(b)) for o, b in zip(ages["marked_objects"], ages["marked_bytes"])],
+        ages_kept=[Group(int(o), int(b)) for o, b in zip(ages["kept_objects"], ages["kept_bytes"])],
+        kept_note=str(ages.get("kept_note") or ""),
+        largest=list(document.get("largest") or []),
+        seconds=document.get("seconds"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# what the jobs call
+
+
+def write_figures(
+    report_dir: Path,
+    spark: "SparkSession",
+    *,
+    job: str,
+    marked: "DataFrame",
+    snapshot_schema: str,
+    now: datetime,
+) -> Path | None:
+    """Compute the page's figures of ``marked`` (the job's marked-addresses mart, as it is)
+    and write ``report_dir/figures.json``; never raises (logs and returns None).
+
+    ``job`` selects how a row says why it is marked and what its logical path is (the three
+    marts differ: committed GC has ``example_path``; lifecycle ``paths`` and
+    ``matched_rules``; uncommitted GC ``candidate_source`` and no path). ``snapshot_schema``
+    holds the snapshot's ``ranges``, ``metaranges``, ``commits`` and ``branches`` tables."""
+    try:
+        started = time.monotonic()
+        document = compute_figures(spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now)
+        document["seconds"] = round(time.monotonic() - started, 3)
+        from lakewarden.report import write_json_atomic
+
+        path = Path(report_dir) / FIGURES
+        write_json_atomic(path, document)
+        log.info("report figures computed in %.1f s", document["seconds"])
+        return path
+    except Exception as exc:  # noqa: BLE001 - the figures are a view; the run's outcome is not their business
+        log.warning("figures.json not written in %s: %s", report_dir, error_line(exc))
+        log.debug("figures failure", exc_info=True)
+        return None
+
+
+def marked_reasons(job: str, marked: "DataFrame") -> "Column":
+    """Why each row of ``job``'s marked mart is marked: an ``array<string>`` column."""
+    from pyspark.sql import functions as F
+
+    if job == "lifecycle":
+        rules = F.col("matched_rules")
+        named = F.transform(rules, lambda rule: F.format_string(LIFECYCLE_REASON.replace("{rule}", "%s"), rule))
+        return F.when(F.coalesce(F.size(rules), F.lit(0)) > 0, named).otherwise(F.array(F.lit(UNRECORDED_RULE)))
+    if job == "gc-uncommitted":
+        source = F.coalesce(F.col("candidate_source"), F.lit("listing"))
+        return F.array(F.format_string(UNCOMMITTED_REASON.replace("{source}", "%s"), source))
+    if job == "gc-committed":
+        return F.array(F.lit(COMMITTED_REASON))
+    return F.array(F.lit(job))
+
+
+def logical_path(marked: "DataFrame") -> "Column":
+    """One logical path of each marked row ('' when the mart has none)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType
+
+    if "example_path" in marked.columns:
+        return F.coalesce(F.col("example_path"), F.lit(""))
+    if "paths" in marked.columns:
+        if isinstance(marked.schema["paths"].dataType, ArrayType):
+            return F.coalesce(F.element_at(F.col("paths"), 1), F.lit(""))
+        return F.coalesce(F.substring_index(F.col("paths"), ";", 1), F.lit(""))
+    return F.lit("")
+
+
+def top_prefix(path: "Column") -> "Column":
+    """``head/`` of a path (leading slashes dropped); :data:`ROOT_PREFIX` for a top-level name."""
+    from pyspark.sql import functions as F
+
+    bare = F.regexp_replace(path, "^/+", "")
+    return F.when(F.instr(bare, "/") > 0, F.concat(F.substring_index(bare, "/", 1), F.lit("/"))).otherwise(F.lit(ROOT_PREFIX))
+
+
+def age_bin(moment: "Column", now: datetime) -> "Column":
+    """The index in :data:`AGE_BINS_DAYS` of a timestamp's age at ``now`` (null when unknown)."""
+    from pyspark.sql import functions as F
+
+    days = (F.lit(now.timestamp()) - F.unix_micros(moment) / 1_000_000) / 86400
+    expression = F.when(moment.isNull(), F.lit(None).cast("int"))
+    for index in range(len(AGE_BINS_DAYS) - 1, 0, -1):
+        expression = expression.when(days >= AGE_BINS_DAYS[index], F.lit(index))
+    return expression.otherwise(F.lit(0))
+
+
+def compute_figures(
+    spark: "SparkSession", *, job: str, marked: "DataFrame", snapshot_schema: str, now: datetime
+) -> dict[str, Any]:
+    """The figures as a JSON document (Spark: two passes over ``marked``, one join of the
+    snapshot's ranges with it for branches and kept ages)."""
+    from pyspark.sql import functions as F
+
+    rows = marked.select(
+        "address",
+        F.coalesce(F.col("size_bytes"), F.lit(0)).cast("long").alias("size"),
+        F.col("last_modified_at").alias("modified"),
+        logical_path(marked).alias("path"),
+        marked_reasons(job, marked).alias("reasons"),
+    )
+    # pass 1 over the marked rows: every (kind, name) group at once, trimmed to the largest
+    keys = F.concat(
+        F.array(
+            F.struct(F.lit("total").alias("kind"), F.lit("").alias("name")),
+            F.struct(F.lit("prefix").alias("kind"), top_prefix(F.col("path")).alias("name")),
+            F.struct(F.lit("age").alias("kind"), age_bin(F.col("modified"), now).cast("string").alias("name")),
+        ),
+        F.transform(F.col("reasons"), lambda reason: F.struct(F.lit("reason").alias("kind"), reason.alias("name"))),
+    )
+    grouped = (
+        rows.select(F.explode(keys).alias("key"), "size")
+        .where(F.col("key.name").isNotNull())
+        .groupBy(F.col("key.kind").alias("kind"), F.col("key.name").alias("name"))
+        .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
+    )
+    marked_groups = _collect_trimmed(grouped)
+    # pass 2: the largest marked objects
+    largest = [
+        {"address": r["address"], "path": r["path"], "size_bytes": int(r["size"]), "reasons": list(r["reasons"] or [])}
+        for r in rows.orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST).collect()
+    ]
+    total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
+    branches, kept = _snapshot_figures(spark, rows, Group(int(total[0]["objects"]), int(total[0]["bytes"])), snapshot_schema, now)
+    ages_marked = {int(g["name"]): g for g in marked_groups.get("age", {}).get("groups", [])}
+    bins = range(len(AGE_BINS_DAYS))
+    return {
+        "format": FORMAT,
+        "job": job,
+        "now": now.isoformat(),
+        "marked": {"objects": int(total[0]["objects"]), "bytes": int(total[0]["bytes"])},
+        "by_prefix": marked_groups.get("prefix", _empty_listing()),
+        "by_reason": marked_groups.get("reason", _empty_listing()),
+        "by_branch": {**branches, "note": BRANCH_NOTE},
+        "ages": {
+            "bins_days": list(AGE_BINS_DAYS),
+            "labels": age_bin_labels(),
+            "marked_objects": [int(ages_marked.get(i, {}).get("objects", 0)) for i in bins],
+            "marked_bytes": [int(ages_marked.get(i, {}).get("bytes", 0)) for i in bins],
+            "kept_objects": [int(kept.get(i, (0, 0))[0]) for i in bins],
+            "kept_bytes": [int(kept.get(i, (0, 0))[1]) for i in bins],
+            "kept_note": KEPT_NOTE,
+        },
+        "largest": largest,
+    }
+
+
+def _empty_listing() -> dict[str, Any]:
+    return {"groups": [], "other_groups": 0, "other": {"objects": 0, "bytes": 0}}
+
+
+def _collect_trimmed(grouped: "DataFrame") -> dict[str, dict[str, Any]]:
+    """``kind -> listing``: the :data:`TOP_GROUPS` largest groups (bytes, then name) of each
+    kind, the rest folded in Spark into one ``other`` row, so at most a few hundred rows travel."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    order = Window.partitionBy("kind").orderBy(F.col("bytes").desc(), F.col("objects").desc(), F.col("name"))
+    ranked = grouped.withColumn("rank", F.row_number().over(order))
+    top = F.col("rank") <= TOP_GROUPS
+    folded = ranked.groupBy("kind", F.when(top, F.col("name")).alias("name"), F.when(top, F.col("rank")).alias("rank")).agg(
+        F.sum("objects").alias("objects"), F.sum("bytes").alias("bytes"), F.count(F.lit(1)).alias("groups")
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for row in sorted(folded.collect(), key=lambda r: (r["kind"], r["rank"] is None, r["rank"] or 0)):
+        listing = out.setdefault(row["kind"], _empty_listing())
+        if row["rank"] is None:
+            listing["other_groups"] = int(row["groups"])
+            listing["other"] = {"objects": int(row["objects"]), "bytes": int(row["bytes"])}
+        else:
+            listing["groups"].append({"name": row["name"], "objects": int(row["objects"]), "bytes": int(row["bytes"])})
+    return out
+
+
+def _snapshot_figures(
+    spark: "SparkSession", rows: "DataFrame", total: Group, schema: str, now: datetime
+) -> tuple[dict[str, Any], dict[int, tuple[int, int]]]:
+    """(marked by branch as a listing, kept committed objects and bytes per age bin), in one
+    Spark job: the snapshot's entries, each with the branch sets of the commits listing its
+    range, joined with the marked addresses and grouped by address (one shuffle). Marked
+    addresses are then counted per distinct combination of branch sets (a handful), and the
+    driver turns combinations into branches: exact, without an (address x branch) table."""
+    from pyspark.sql import functions as F
+
+    from lakewarden.dbt_python import load_graph
+
+    commits = spark.table(f"{schema}.commits")
+    graph = load_graph(
+        commits.select(
+            "commit_id",
+            F.coalesce(F.col("parents"), F.array().cast("array<string>")).alias("parent_commit_ids"),
+            F.col("creation_date").alias("created_at"),
+            "version",
+        )
+    )
+    heads = {r["branch_id"]: r["commit_id"] for r in spark.table(f"{schema}.branches").select("branch_id", "commit_id").collect()}
+    reach = graph.reachability(heads)
+    # Each distinct branch set is one bit of a long when there are at most 63 of them (the
+    # common case: commits share a handful of sets): the per-address union is then bit_or,
+    # far cheaper than collecting arrays; above that, arrays of set ids.
+    set_ids = sorted(reach.members)
+    use_bits = len(set_ids) <= MAX_SET_BITS
+    bit_of = {set_id: 1 << index for index, set_id in enumerate(set_ids)}
+    set_of_commit = spark.createDataFrame(
+        [(commit_id, set_id, bit_of.get(set_id, 0)) for commit_id, set_id in zip(reach.commit_ids, reach.set_ids)],
+        "commit_id string, set_id string, bit long",
+    )
+    listed = (
+        spark.table(f"{schema}.metaranges").select("meta_range_id", "range_id")
+        .join(commits.select("commit_id", "meta_range_id").where(F.col("meta_range_id") != ""), "meta_range_id")
+        .join(F.broadcast(set_of_commit), "commit_id")
+        .groupBy("range_id")
+    )
+    # range -> the branch sets of the commits listing it: one row per range, small
+    range_sets = listed.agg(F.bit_or("bit").alias("sets")) if use_bits else listed.agg(F.collect_set("set_id").alias("sets"))
+    entries = (
+        spark.table(f"{schema}.ranges").select("range_id", "address", "last_modified", "size")
+        .join(F.broadcast(range_sets), "range_id", "left")
+    )
+    keyed = rows.select("address", F.col("size").alias("marked_size"), F.lit(True).alias("is_marked"))
+    if use_bits:
+        address_sets = F.bit_or(F.when(F.col("is_marked"), F.coalesce(F.col("sets"), F.lit(0)))).alias("sets")
+    else:
+        no_sets = F.array().cast("array<string>")
+        address_sets = F.array_sort(F.array_distinct(F.flatten(F.collect_list(
+            F.when(F.col("is_marked"), F.coalesce(F.col("sets"), no_sets)))))).alias("sets")
+    per_address = (
+        entries.join(keyed, "address", "left")
+        .groupBy("address")
+        .agg(
+            F.max("is_marked").alias("is_marked"),
+            F.max("marked_size").alias("marked_size"),
+            F.min("last_modified").alias("modified"),
+            F.max("size").alias("size"),
+            address_sets,
+        )
+    )
+    marked_key = F.col("is_marked").isNotNull()
+    combos = (
+        per_address.select(
+            marked_key.alias("marked"),
+            F.when(marked_key, F.col("sets")).alias("sets"),
+            F.when(~marked_key, age_bin(F.col("modified"), now)).alias("bin"),
+            F.when(marked_key, F.col("marked_size")).otherwise(F.coalesce(F.col("size"), F.lit(0))).alias("size"),
+        )
+        .where(F.col("marked") | F.col("bin").isNotNull())
+        .groupBy("marked", "sets", "bin")
+        .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
+    )
+    ages: dict[int, tuple[int, int]] = {}
+    by_branch: dict[str, Group] = {}
+    found = Group()
+    for row in combos.collect():
+        objects, size = int(row["objects"]), int(row["bytes"] or 0)
+        if not row["marked"]:
+            ages[int(row["bin"])] = (objects, size)
+            continue
+        found.add(objects, size)
+        sets = row["sets"] or (0 if use_bits else ())
+        members = [s for s in set_ids if sets & bit_of[s]] if use_bits else sets
+        names: set[str] = set()
+        for set_id in members:
+            names.update(reach.members.get(set_id) or (DANGLING,))
+        for name in names or {NOT_IN_COMMIT}:
+            by_branch.setdefault(name, Group()).add(objects, size)
+    # marked addresses no entry of the snapshot holds
+    missing = Group(total.objects - found.objects, total.bytes - found.bytes)
+    if missing.objects:
+        by_branch.setdefault(NOT_IN_COMMIT, Group()).add(missing.objects, missing.bytes)
+    return _trim(by_branch), ages
+
+
+def _trim(groups: dict[str, Group]) -> dict[str, Any]:
+    """A listing of the :data:`TOP_GROUPS` largest ``groups`` (bytes, objects, name), the rest folded."""
+    ordered = sorted(groups.items(), key=lambda item: (-item[1].bytes, -item[1].objects, item[0]))
+    listing = _empty_listing()
+    listing["groups"] = [{"name": name, "objects": g.objects, "bytes": g.bytes} for name, g in ordered[:TOP_GROUPS]]
+    rest = ordered[TOP_GROUPS:]
+    listing["other_groups"] = len(rest)
+    listing["other"] = {"objects": sum(g.objects for _, g in rest), "bytes": sum(g.bytes for _, g in rest)}
+    return listing

@@ -1,0 +1,133 @@
+"""``figures.json`` against a worked example small enough to count by hand: every count and
+byte of every figure the page draws, for committed GC's and lifecycle's marked marts."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from lakewarden.report_figures import (
+    COMMITTED_REASON,
+    DANGLING,
+    FIGURES,
+    NOT_IN_COMMIT,
+    UNRECORDED_RULE,
+    Group,
+    read_figures,
+    write_figures,
+)
+from lakewarden.snapshot import source_ddl
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "figures_example"
+NOW = datetime(2026, 1, 10, tzinfo=timezone.utc)
+
+
+def ago(days: float) -> datetime:
+    return NOW - timedelta(days=days)
+
+
+@pytest.fixture(scope="module")
+def snapshot(spark) -> str:
+    """main: c1 <- c2 (HEAD); feat: c1 <- c3 (HEAD); c0 no branch reaches.
+    c1 lists r1; c2 r1, r2; c3 r3; c0 r4. So r1 is on main and feat, r2 on main, r3 on feat,
+    r4 dangling. Entries: r1 a1 a2, r2 a3 a2, r3 a4, r4 a5."""
+    spark.sql(f"create database if not exists {SCHEMA}")
+    tables = {
+        "commits": [
+            ("c0", [], ago(50), "m0", "x", "lost", 1),
+            ("c1", [], ago(30), "m1", "x", "root", 1),
+            ("c2", ["c1"], ago(20), "m2", "x", "main", 1),
+            ("c3", ["c1"], ago(10), "m3", "x", "feat", 1),
+        ],
+        "branches": [("main", "c2", False), ("feat", "c3", False)],
+        "metaranges": [("m0", "r4"), ("m1", "r1"), ("m2", "r1"), ("m2", "r2"), ("m3", "r3")],
+        "ranges": [
+            ("r1", "data/x/1", "a1", "RELATIVE", ago(0.5), 100, "e"),
+            ("r1", "logs/2", "a2", "RELATIVE", ago(3), 200, "e"),
+            ("r2", "data/3", "a3", "RELATIVE", ago(10), 300, "e"),
+            ("r2", "logs/2", "a2", "RELATIVE", ago(3), 200, "e"),
+            ("r3", "top.txt", "a4", "RELATIVE", ago(40), 400, "e"),
+            ("r4", "data/5", "a5", "RELATIVE", ago(400), 500, "e"),
+        ],
+    }
+    for name, rows in tables.items():
+        spark.createDataFrame(rows, source_ddl("lakefs", name)).write.mode("overwrite").saveAsTable(f"{SCHEMA}.{name}")
+    return SCHEMA
+
+
+def committed_marked(spark):
+    """a2 (main, feat), a4 (feat), a5 (dangling), a9 (no commit, no timestamp)."""
+    return spark.createDataFrame(
+        [
+            ("a2", 200, ago(3), "logs/2"),
+            ("a4", 400, ago(40), "top.txt"),
+            ("a5", 500, ago(400), "data/5"),
+            ("a9", 50, None, "/x/a9"),
+        ],
+        "address string, size_bytes bigint, last_modified_at timestamp, example_path string",
+    )
+
+
+@pytest.mark.parametrize("set_bits", [63, 0], ids=["branch-sets-as-bits", "branch-sets-as-arrays"])
+def test_committed_figures_count_every_object_and_byte(spark, snapshot: str, tmp_path: Path, monkeypatch, set_bits: int) -> None:
+    import lakewarden.report_figures as figures_module
+
+    monkeypatch.setattr(figures_module, "MAX_SET_BITS", set_bits)
+    path = write_figures(tmp_path, spark, job="gc-committed", marked=committed_marked(spark), snapshot_schema=snapshot, now=NOW)
+    assert path == tmp_path / FIGURES
+    figures = read_figures(tmp_path)
+    assert figures is not None
+    assert figures.total == Group(4, 1150)
+    assert figures.by_prefix.groups == {"data/": Group(1, 500), "(root)": Group(1, 400), "logs/": Group(1, 200), "x/": Group(1, 50)}
+    assert list(figures.by_prefix.groups) == ["data/", "(root)", "logs/", "x/"]  # largest bytes first
+    assert figures.by_reason.groups == {COMMITTED_REASON: Group(4, 1150)}
+    assert figures.by_branch.groups == {
+        "feat": Group(2, 600), DANGLING: Group(1, 500), "main": Group(1, 200), NOT_IN_COMMIT: Group(1, 50),
+    }
+    # bins 0-1, 1-7, 7-14, 14-30, 30-60, 60-90, 90-180, 180-365, 365-730, >730 days; a9 has no age
+    marked_ages = [(g.objects, g.bytes) for g in figures.ages_marked]
+    assert marked_ages == [(0, 0), (1, 200), (0, 0), (0, 0), (1, 400), (0, 0), (0, 0), (0, 0), (1, 500), (0, 0)]
+    kept_ages = [(g.objects, g.bytes) for g in figures.ages_kept]  # a1 (half a day), a3 (10 days)
+    assert kept_ages == [(1, 100), (0, 0), (1, 300)] + [(0, 0)] * 7
+    assert [(e["address"], e["size_bytes"], e["path"], e["reasons"]) for e in figures.largest] == [
+        ("a5", 500, "data/5", [COMMITTED_REASON]),
+        ("a4", 400, "top.txt", [COMMITTED_REASON]),
+        ("a2", 200, "logs/2", [COMMITTED_REASON]),
+        ("a9", 50, "/x/a9", [COMMITTED_REASON]),
+    ]
+    assert len(json.dumps(json.loads(path.read_text()))) < 5000  # a few hundred numbers, no addresses list
+
+
+def test_lifecycle_figures_count_each_rule_and_fold_small_groups(spark, snapshot: str, tmp_path: Path, monkeypatch) -> None:
+    import lakewarden.report_figures as figures_module
+
+    marked = spark.createDataFrame(
+        [
+            ("a2", 200, ago(3), ["logs/2", "logs/2b"], ["logs", "tmp"]),
+            ("a4", 400, ago(40), ["top.txt"], []),
+            ("a5", 500, ago(400), ["data/5"], ["logs"]),
+        ],
+        "address string, size_bytes bigint, last_modified_at timestamp, paths array<string>, matched_rules array<string>",
+    )
+    monkeypatch.setattr(figures_module, "TOP_GROUPS", 2)
+    write_figures(tmp_path, spark, job="lifecycle", marked=marked, snapshot_schema=snapshot, now=NOW)
+    figures = read_figures(tmp_path)
+    assert figures is not None and figures.total == Group(3, 1100)
+    # an object under two rules counts under each; two largest kept, the third folded into other
+    assert figures.by_reason.groups == {"rule logs": Group(2, 700), UNRECORDED_RULE: Group(1, 400)}
+    assert (figures.by_reason.other_groups, figures.by_reason.other) == (1, Group(1, 200))
+    assert figures.by_prefix.groups == {"data/": Group(1, 500), "(root)": Group(1, 400)}
+    assert (figures.by_prefix.other_groups, figures.by_prefix.other) == (1, Group(1, 200))
+    assert figures.largest[2]["reasons"] == ["rule logs", "rule tmp"] and figures.largest[2]["path"] == "logs/2"
+
+
+def test_figures_never_fail_the_run(spark, tmp_path: Path, caplog) -> None:
+    marked = spark.createDataFrame([("a1", 1, None, "p")], "address string, size_bytes bigint, last_modified_at timestamp, example_path string")
+    assert write_figures(tmp_path, spark, job="gc-committed", marked=marked, snapshot_schema="no_such_schema", now=NOW) is None
+    assert "figures.json not written" in caplog.text and not (tmp_path / FIGURES).exists()
+    assert read_figures(tmp_path) is None
