@@ -371,11 +371,18 @@ def _snapshot_figures(
     )
     # range -> the branch sets of the commits listing it: one row per range, small
     range_sets = listed.agg(F.bit_or("bit").alias("sets")) if use_bits else listed.agg(F.collect_set("set_id").alias("sets"))
+    # Addresses are grouped by a 64-bit hash of their text: the shuffle moves 8 bytes a row instead
+    # of the address (measured 30-50% faster). Two addresses sharing a hash (odds ~1e-6 at 8M
+    # distinct addresses) would count as one object in these figures; they are a view of the
+    # run, never an input to what is marked or deleted.
     entries = (
-        spark.table(f"{schema}.ranges").select("range_id", "address", "last_modified", "size")
+        spark.table(f"{schema}.ranges")
+        .select("range_id", F.xxhash64("address").alias("address_key"), "last_modified", "size")
         .join(F.broadcast(range_sets), "range_id", "left")
     )
-    keyed = rows.select("address", F.col("size").alias("marked_size"), F.lit(True).alias("is_marked"))
+    keyed = rows.select(
+        F.xxhash64("address").alias("address_key"), F.col("size").alias("marked_size"), F.lit(True).alias("is_marked")
+    )
     if use_bits:
         address_sets = F.bit_or(F.when(F.col("is_marked"), F.coalesce(F.col("sets"), F.lit(0)))).alias("sets")
     else:
@@ -383,8 +390,8 @@ def _snapshot_figures(
         address_sets = F.array_sort(F.array_distinct(F.flatten(F.collect_list(
             F.when(F.col("is_marked"), F.coalesce(F.col("sets"), no_sets)))))).alias("sets")
     per_address = (
-        entries.join(keyed, "address", "left")
-        .groupBy("address")
+        entries.join(keyed, "address_key", "left")
+        .groupBy("address_key")
         .agg(
             F.max("is_marked").alias("is_marked"),
             F.max("marked_size").alias("marked_size"),
