@@ -4,9 +4,10 @@ Running dbt through ``dbtRunner`` (not a subprocess) is what lets the runner, db
 connection and the sweep share one JVM.
 
 The project is parsed once per project version, not once per run: the parsed manifest is kept
-as msgpack keyed by a fingerprint of the project's files and dbt's version (a wheel ships one
-made at build time; a checkout keeps it under ``target/``), so a run loads it in a fraction of
-a second instead of parsing for ~3 s.
+as msgpack keyed by a fingerprint of the project's files and dbt's version (under the project's
+``target/``, or the user's cache directory when that is read-only), so a run loads it in a
+fraction of a second instead of parsing for ~3 s. The first run after an install or a change
+of the models pays the parse.
 
 dbt's own log lines go to ``STATE/logs/dbt.log`` only; stdout stays the job's. With ``-v``
 (debug logging) they are shown as well. The build is one progress phase (``progress.phase``):
@@ -78,8 +79,8 @@ def project_fingerprint(project: Path) -> str:
 
 
 def manifest_cache_dirs(project: Path) -> list[Path]:
-    """Where a parsed manifest may be found or kept: the project's ``target/`` (what a built wheel
-    ships, and a checkout's), then the user's cache directory (a read-only install)."""
+    """Where a parsed manifest may be found or kept: the project's ``target/`` (a checkout, or the
+    copy an installed wheel carries), then the user's cache directory (a read-only install)."""
     user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakewarden"
     return [project / "target" / MANIFEST_CACHE, user_cache / MANIFEST_CACHE]
 
