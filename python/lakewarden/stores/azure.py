@@ -205,8 +205,8 @@ class AzureStore(ObjectStore):
 
         prefix = self._name(prefix_uri)
         found = []
-        for count, item in enumerate(self.client.walk_blobs(name_starts_with=prefix, delimiter="/")):
-            if count >= max_entries:
+        for count, item in enumerate(self.client.walk_blobs(name_starts_with=prefix, delimiter="/"), 1):
+            if count > max_entries:
                 return None
             if isinstance(item, BlobPrefix):
                 found.append(self.location.uri(item.name))

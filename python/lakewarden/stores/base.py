@@ -104,8 +104,9 @@ class ObjectStore(abc.ABC):
 
     @abc.abstractmethod
     def children(self, prefix_uri: str, *, max_entries: int = 5000) -> list[str] | None:
-        """Sub-prefix URIs (ending in ``/``) directly under ``prefix_uri``; ``None`` when there
-        are more than ``max_entries`` entries to page through (list that prefix deeply instead)."""
+        """Sub-prefix URIs (ending in ``/``) directly under ``prefix_uri``, sorted; ``None`` when
+        that level has more than ``max_entries`` entries (sub-prefixes and objects) to page
+        through: the caller lists that prefix deeply instead."""
 
     # -- deleting --------------------------------------------------------------------------
 

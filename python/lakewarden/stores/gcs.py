@@ -107,11 +107,13 @@ class GcsStore(ObjectStore):
 
     def children(self, prefix_uri: str, *, max_entries: int = 5000) -> list[str] | None:
         prefix = self._name(prefix_uri)
-        iterator = self.client.list_blobs(self.bucket_name, prefix=prefix, delimiter="/", fields="prefixes,nextPageToken")
+        iterator = self.client.list_blobs(self.bucket_name, prefix=prefix, delimiter="/", fields="items(name),prefixes,nextPageToken")
         prefixes: set[str] = set()
+        seen = 0
         for page in iterator.pages:
+            seen += page.num_items
             prefixes.update(page.prefixes)
-            if len(prefixes) > max_entries:
+            if seen + len(prefixes) > max_entries:
                 return None
         return sorted(f"gs://{self.bucket_name}/{name}" for name in prefixes)
 

@@ -80,8 +80,8 @@ class FileStore(ObjectStore):
         found = []
         try:
             with os.scandir(base) as entries:
-                for count, item in enumerate(entries):
-                    if count >= max_entries:
+                for count, item in enumerate(entries, 1):
+                    if count > max_entries:
                         return None
                     if item.is_dir(follow_symlinks=False):
                         found.append("file://" + os.path.join(base, item.name) + "/")

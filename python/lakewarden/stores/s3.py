@@ -76,12 +76,14 @@ class S3Store(ObjectStore):
 
     def children(self, prefix_uri: str, *, max_entries: int = 5000) -> list[str] | None:
         found: list[str] = []
+        seen = 0
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(prefix_uri), Delimiter="/")
-        for number, page in enumerate(pages):
-            if number * 1000 >= max_entries:
+        for page in pages:
+            seen += len(page.get("CommonPrefixes", [])) + len(page.get("Contents", []))
+            if seen > max_entries:
                 return None
             found += [f"s3://{self.bucket}/{item['Prefix']}" for item in page.get("CommonPrefixes", [])]
-        return found
+        return sorted(found)
 
     def recoverability(self) -> Recoverability:
         """Bucket versioning: ``Enabled`` (or ``Suspended``, which keeps the versions it made)."""
