@@ -42,6 +42,8 @@ class World:
     options: StoreOptions
     put: Callable[[str, bytes], None]
     list_keys: Callable[[], set[str]]
+    get: Callable[[str], bytes]
+    delete: Callable[[str], None]
 
     @property
     def namespace(self) -> str:
@@ -72,7 +74,13 @@ def make_world(kind: str, url: str) -> World:
             pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
             return {obj["Key"] for page in pages for obj in page.get("Contents", [])}
 
-        return World(kind, url, f"s3://{bucket}", options, lambda k, b: client.put_object(Bucket=bucket, Key=k, Body=b), s3_keys)
+        return World(
+            kind, url, f"s3://{bucket}", options,
+            lambda k, b: client.put_object(Bucket=bucket, Key=k, Body=b),
+            s3_keys,
+            lambda k: client.get_object(Bucket=bucket, Key=k)["Body"].read(),
+            lambda k: client.delete_object(Bucket=bucket, Key=k),
+        )
     if kind == "azure":
         container = azure_container(url)
         options = StoreOptions(azure_endpoint=url, azure_account_key=AZURITE_KEY)
@@ -81,6 +89,8 @@ def make_world(kind: str, url: str) -> World:
             kind, url, root, options,
             lambda k, b: container.upload_blob(k, b, overwrite=True),
             lambda: {blob.name for blob in container.list_blobs()},
+            lambda k: container.download_blob(k).readall(),
+            lambda k: container.delete_blob(k),
         )
     bucket = gcs_bucket(url)
     options = StoreOptions(gcs_endpoint=url)
@@ -88,4 +98,6 @@ def make_world(kind: str, url: str) -> World:
         kind, url, f"gs://{bucket.name}", options,
         lambda k, b: bucket.blob(k).upload_from_string(b),
         lambda: {blob.name for blob in bucket.client.list_blobs(bucket.name)},
+        lambda k: bucket.blob(k).download_as_bytes(),
+        lambda k: bucket.delete_blob(k),
     )
