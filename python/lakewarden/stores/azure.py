@@ -186,6 +186,18 @@ class AzureStore(ObjectStore):
         except AzureError as exc:
             raise StoreError(f"Azure answered {_error(exc)}") from None
 
+    def download(self, uri: str, path: str) -> None:
+        from azure.core.exceptions import AzureError, ResourceNotFoundError
+
+        name = self._name(uri)
+        try:
+            with open(path, "wb") as handle:
+                self.client.download_blob(name).readinto(handle)
+        except ResourceNotFoundError:
+            raise ObjectMissing(uri) from None
+        except AzureError as exc:
+            raise StoreError(f"Azure answered {_error(exc)}") from None
+
     def list(self, prefix_uri: str, *, deep: bool = True) -> Iterator[ListedObject]:
         from azure.core.exceptions import AzureError
         from azure.storage.blob import BlobPrefix

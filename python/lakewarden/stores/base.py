@@ -92,6 +92,13 @@ class ObjectStore(abc.ABC):
     def read_key(self, key: str) -> bytes:
         return self.read(self.uri(key))
 
+    def download(self, uri: str, path: str) -> None:
+        """Copy the object to the local file ``path``, streaming (inventory data files can be
+        gigabytes); same errors as :meth:`read`. Stores whose SDK streams override this."""
+        data = self.read(uri)
+        with open(path, "wb") as handle:
+            handle.write(data)
+
     # -- listing ---------------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -94,6 +94,17 @@ class GcsStore(ObjectStore):
         except GoogleAPICallError as exc:
             raise StoreError(f"GCS answered {_error(exc)}") from None
 
+    def download(self, uri: str, path: str) -> None:
+        from google.api_core.exceptions import GoogleAPICallError, NotFound
+
+        name = self._name(uri)
+        try:
+            self.client.bucket(self.bucket_name).blob(name).download_to_filename(path)
+        except NotFound:
+            raise ObjectMissing(uri) from None
+        except GoogleAPICallError as exc:
+            raise StoreError(f"GCS answered {_error(exc)}") from None
+
     def list(self, prefix_uri: str, *, deep: bool = True) -> Iterator[ListedObject]:
         from google.api_core.exceptions import GoogleAPICallError
 

@@ -61,6 +61,17 @@ class S3Store(ObjectStore):
                 raise ObjectMissing(uri) from None
             raise StoreError(f"S3 answered {_code(exc)}") from None
 
+    def download(self, uri: str, path: str) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        key = self._key(uri)
+        try:
+            self.client.download_file(self.bucket, key, path)
+        except (ClientError, BotoCoreError) as exc:
+            if _code(exc) in _ABSENT:
+                raise ObjectMissing(uri) from None
+            raise StoreError(f"S3 answered {_code(exc)}") from None
+
     def list(self, prefix_uri: str, *, deep: bool = True) -> Iterator[ListedObject]:
         from botocore.exceptions import BotoCoreError, ClientError
 
