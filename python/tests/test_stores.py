@@ -172,3 +172,51 @@ def test_unknown_scheme_is_bad_input() -> None:
         store_for("https://example.com/container/ns", StoreOptions())
 
 
+
+
+@pytest.mark.parametrize(
+    ("namespace", "options"),
+    [
+        ("s3://b/ns", StoreOptions(s3_endpoint="http://127.0.0.1:1")),
+        ("https://acct.blob.core.windows.net/container/ns", StoreOptions(azure_endpoint="http://127.0.0.1:1/acct", azure_account_key="a2V5")),
+        ("gs://b/ns", StoreOptions(gcs_endpoint="http://127.0.0.1:1")),
+    ],
+)
+def test_deleters_travel_to_spark_tasks(namespace: str, options: StoreOptions) -> None:
+    """Deleters are pickled into tasks: no client, lock or socket may travel, the settings must."""
+    import pickle
+
+    deleter = deleter_for(namespace, **options.deleter_options(), max_concurrency=3)
+    deleter.throttle.on_throttled()  # type: ignore[attr-defined]
+    copy = pickle.loads(pickle.dumps(deleter))
+    assert copy.max_concurrency == 3 and copy.storage_namespace == namespace
+    with copy.throttle.slot():  # type: ignore[attr-defined]
+        pass
+    assert "a2V5" not in repr(options)  # secrets never shown
+
+
+def test_store_options_from_the_command_line() -> None:
+    import argparse
+
+    from lakewarden.stores import add_store_arguments, store_options_from_args
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local-blockstore")  # a job's own option (lakeFS's) is kept, not redefined
+    add_store_arguments(parser)
+    add_store_arguments(parser)  # idempotent: jobs may add S3's options themselves too
+    args = parser.parse_args(["--s3-endpoint", "http://s3", "--azure-endpoint", "http://az/acct", "--gcs-endpoint", "http://gcs", "--gcs-project", "p", "--local-blockstore", "/x"])
+    options = store_options_from_args(args)
+    assert options == StoreOptions(s3_endpoint="http://s3", azure_endpoint="http://az/acct", gcs_endpoint="http://gcs", gcs_project="p", local_blockstore="/x")
+    assert options.deleter_options() == {"endpoint_url": "http://s3", "azure_endpoint": "http://az/acct", "gcs_endpoint": "http://gcs", "gcs_project": "p", "local_blockstore": "/x"}
+    assert StoreOptions.from_deleter_options(options.deleter_options()) == options
+
+
+def test_sdk_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:9023")
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", "AccountName=a;AccountKey=k")
+    monkeypatch.setenv("AZURE_STORAGE_KEY", "k2")
+    options = StoreOptions()
+    assert options.resolved_gcs_endpoint() == "http://127.0.0.1:9023"
+    assert options.resolved_azure_connection_string() == "AccountName=a;AccountKey=k"
+    assert options.resolved_azure_account_key() == "k2"
+    assert StoreOptions(gcs_endpoint="http://x:1/").resolved_gcs_endpoint() == "http://x:1"
