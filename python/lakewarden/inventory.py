@@ -533,7 +533,8 @@ def storage_inventory(
     local_blockstore: str | None = None,
     store_options: "StoreOptions | None" = None,
 ) -> "DataFrame":
-    """The inventory report at ``manifest`` when given, else a listing of the namespace.
+    """The inventory report at ``manifest`` when given (S3 Inventory, Azure Blob Inventory or a
+    GCS inventory report, told apart by the manifest's fields), else a listing of the namespace.
 
     A ``local://`` namespace (lakeFS's local blockstore) is listed as the directory it is under
     ``local_blockstore``, and its objects are named ``local://...`` again, as lakeFS names them.
@@ -541,6 +542,12 @@ def storage_inventory(
     from lakewarden.blockstore import blockstore_root, file_uri_prefix, to_file_uri
 
     if manifest:
+        from lakewarden.inventories import inventory_kind, read_cloud_inventory
+        from lakewarden.inventories.common import load_json
+
+        options = _store_options(s3_options, store_options)
+        if inventory_kind(load_json(manifest, options)) in ("azure", "gcs"):
+            return read_cloud_inventory(spark, manifest, storage_namespace, store_options=options, work_dir=work_dir)
         return read_inventory(spark, manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir)
     if local_blockstore is None and store_options is not None:
         local_blockstore = store_options.local_blockstore

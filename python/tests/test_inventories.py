@@ -211,3 +211,17 @@ def test_gcs_inventory_on_the_emulator(spark: Any, tmp_path: Path, request: pyte
     world.put(f"inv/{shard.name}", shard.read_bytes().replace(b"p,bucket,", f"p,{world.root[5:]},".encode()))
     rows = read_cloud_inventory(spark, world.uri(f"inv/{manifest.name}"), namespace, store_options=StoreOptions(gcs_endpoint=world.endpoint))
     assert sorted(r.physical_address for r in rows.collect()) == [f"{namespace}/data/a", f"{namespace}/data/b c"]
+
+
+def test_storage_inventory_picks_the_reader_and_the_time(spark: Any, tmp_path: Path) -> None:
+    from lakewarden.inventories import inventory_created
+    from lakewarden.inventory import storage_inventory
+
+    azure = _azure(tmp_path, "csv", _azure_rows())
+    assert storage_inventory(spark, AZ_NS, str(azure)).count() == 2
+    assert inventory_created(str(azure)) == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    gcs_dir = tmp_path / "gcs"
+    gcs_dir.mkdir()
+    gcs = _gcs(gcs_dir, "parquet", _gcs_rows())
+    assert storage_inventory(spark, GS_NS, str(gcs)).count() == 2
+    assert inventory_created(str(gcs)) == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)

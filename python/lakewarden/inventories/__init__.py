@@ -13,6 +13,6 @@ picks the reader by the manifest's content.
 
 from __future__ import annotations
 
-from lakewarden.inventories.common import CloudInventory, inventory_kind, read_cloud_inventory
+from lakewarden.inventories.common import CloudInventory, inventory_created, inventory_kind, read_cloud_inventory
 
-__all__ = ["CloudInventory", "inventory_kind", "read_cloud_inventory"]
+__all__ = ["CloudInventory", "inventory_created", "inventory_kind", "read_cloud_inventory"]

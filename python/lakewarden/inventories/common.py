@@ -135,6 +135,21 @@ def inventory_kind(raw: Mapping[str, Any]) -> str | None:
     return None
 
 
+def inventory_created(manifest: str, options: "StoreOptions | None" = None) -> datetime | None:
+    """When the report at ``manifest`` was taken (S3 ``creationTimestamp``, Azure
+    ``inventoryCompletionTime``, GCS ``snapshot_time``); ``None`` when it does not say.
+    Jobs measure ``--min-age`` from it: objects younger than that at report time are kept."""
+    raw = load_json(manifest, options)
+    kind = inventory_kind(raw)
+    if kind == "s3":
+        stamp = raw.get("creationTimestamp")
+        if isinstance(stamp, (int, str)) and str(stamp).isdigit():
+            return datetime.fromtimestamp(int(stamp) / 1000, tz=timezone.utc)
+        return None
+    field = {"azure": "inventoryCompletionTime", "gcs": "snapshot_time"}.get(kind or "")
+    return parse_time(raw.get(field), manifest, field) if field else None
+
+
 def local_copies(inventory: CloudInventory, options: "StoreOptions | None", work_dir: Path | None) -> list[str]:
     """Local paths of the data files for Spark: remote ones downloaded, and local ones whose
     names Hadoop cannot take (GCS shard names hold ``:`` from their timestamp) linked under a
