@@ -198,6 +198,13 @@ class AzureStore(ObjectStore):
         except AzureError as exc:
             raise StoreError(f"Azure answered {_error(exc)}") from None
 
+    def write(self, uri: str, data: bytes) -> None:
+        self.client.upload_blob(self._name(uri), data, overwrite=True)
+
+    def upload(self, path: str, uri: str) -> None:
+        with open(path, "rb") as handle:
+            self.client.upload_blob(self._name(uri), handle, overwrite=True)
+
     def list(self, prefix_uri: str, *, deep: bool = True) -> Iterator[ListedObject]:
         from azure.core.exceptions import AzureError
         from azure.storage.blob import BlobPrefix

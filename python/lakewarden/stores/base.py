@@ -99,6 +99,18 @@ class ObjectStore(abc.ABC):
         with open(path, "wb") as handle:
             handle.write(data)
 
+    # -- writing (lakeFS-format GC marks under _lakefs/retention/gc/) ------------------------
+
+    def write(self, uri: str, data: bytes) -> None:  # pragma: no cover - every store overrides
+        """Create or replace the object ``uri`` with ``data``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot write")
+
+    def upload(self, path: str, uri: str) -> None:
+        """Create or replace ``uri`` from the local file ``path`` (stores whose SDK streams
+        override this)."""
+        with open(path, "rb") as handle:
+            self.write(uri, handle.read())
+
     # -- listing ---------------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -105,6 +105,12 @@ class GcsStore(ObjectStore):
         except GoogleAPICallError as exc:
             raise StoreError(f"GCS answered {_error(exc)}") from None
 
+    def write(self, uri: str, data: bytes) -> None:
+        self.client.bucket(self.bucket_name).blob(self._name(uri)).upload_from_string(data)
+
+    def upload(self, path: str, uri: str) -> None:
+        self.client.bucket(self.bucket_name).blob(self._name(uri)).upload_from_filename(path)
+
     def list(self, prefix_uri: str, *, deep: bool = True) -> Iterator[ListedObject]:
         from google.api_core.exceptions import GoogleAPICallError
 

@@ -71,6 +71,12 @@ class FileStore(ObjectStore):
         except OSError as exc:
             raise StoreError(exc.strerror or str(exc)) from None
 
+    def write(self, uri: str, data: bytes) -> None:
+        path = self._path(uri)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+
     def list(self, prefix_uri: str, *, deep: bool = True) -> Iterator[ListedObject]:
         """Files under the directory ``prefix_uri`` names (a directory prefix, as plans give)."""
         return list_directory(self._path(prefix_uri), deep=deep)
@@ -115,6 +121,9 @@ class LocalBlockstoreStore(ObjectStore):
             return self._files.read(self._to_file(uri))
         except ObjectMissing:
             raise ObjectMissing(uri) from None
+
+    def write(self, uri: str, data: bytes) -> None:
+        self._files.write(self._to_file(uri), data)
 
     def list(self, prefix_uri: str, *, deep: bool = True) -> Iterator[ListedObject]:
         for listed in self._files.list(self._to_file(prefix_uri), deep=deep):

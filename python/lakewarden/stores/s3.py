@@ -72,6 +72,12 @@ class S3Store(ObjectStore):
                 raise ObjectMissing(uri) from None
             raise StoreError(f"S3 answered {_code(exc)}") from None
 
+    def write(self, uri: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self._key(uri), Body=data)
+
+    def upload(self, path: str, uri: str) -> None:
+        self.client.upload_file(path, self.bucket, self._key(uri))
+
     def list(self, prefix_uri: str, *, deep: bool = True) -> Iterator[ListedObject]:
         from botocore.exceptions import BotoCoreError, ClientError
 
