@@ -27,3 +27,20 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade "pip>=24"
 echo "installing lakewarden and its pinned dependencies (first run: a few minutes, pyspark is large)" >&2
 .venv/bin/python -m pip install --quiet --constraint constraints.txt --editable ".[test]"
+
+# Azurite, Azure Storage's emulator (npm), for the store tests: under .tools/, pinned
+AZURITE_VERSION=3.37.0
+if [ ! -x .tools/node_modules/.bin/azurite-blob ] || ! grep -q "\"version\": \"$AZURITE_VERSION\"" .tools/node_modules/azurite/package.json 2>/dev/null; then
+    if ! command -v npm >/dev/null 2>&1; then
+        if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+            echo "installing Node.js and npm (Azurite, the Azure Storage emulator, runs on Node)" >&2
+            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+        else
+            echo "the store tests need npm (Node.js >= 20) to install Azurite; install it and re-run" >&2
+            exit 1
+        fi
+    fi
+    echo "installing azurite@$AZURITE_VERSION under .tools/" >&2
+    mkdir -p .tools
+    npm install --prefix .tools --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >/dev/null
+fi

@@ -27,11 +27,10 @@ import logging
 import os
 import re
 import shutil
-import stat
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
@@ -40,6 +39,8 @@ from lakewarden.safety import LAKEFS_DIR, ParsedURI, parse_uri
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
+
+    from lakewarden.stores import StoreOptions
 
 log = logging.getLogger(__name__)
 
@@ -407,99 +408,58 @@ class ListUnit:
 
 @dataclass(frozen=True)
 class _Lister:
-    """Runs in Spark tasks: lists units, yields ``(physical_address, size, last_modified)``."""
+    """Runs in Spark tasks: lists units through the namespace's store, yields
+    ``(physical_address, size, last_modified)``."""
 
     storage_namespace: str
-    s3_options: Mapping[str, Any]
+    options: "StoreOptions"
 
     def __call__(self, units: Iterator[ListUnit]) -> Iterator[tuple[str, int, datetime]]:
+        from lakewarden.stores import store_for
+
         ns = parse_uri(self.storage_namespace)
+        store = store_for(self.storage_namespace, self.options)
         for unit in units:
-            if ns.scheme == "file":
-                yield from _list_local(unit)
-            else:
-                yield from _list_s3(ns.authority, unit, self.s3_options)
+            for listed in store.list(_prefix_uri(ns, unit.prefix), deep=unit.deep):
+                yield (listed.uri, listed.size, listed.last_modified)
 
 
-def _list_local(unit: ListUnit) -> Iterator[tuple[str, int, datetime]]:
-    def entry(path: str) -> tuple[str, int, datetime] | None:
-        try:
-            info = os.lstat(path)
-        except OSError:
-            return None
-        if not stat.S_ISREG(info.st_mode):  # symlinks and specials are not objects
-            return None
-        return ("file://" + path, info.st_size, datetime.fromtimestamp(info.st_mtime, tz=timezone.utc))
-
-    base = unit.prefix.rstrip("/") or "/"
-    if not unit.deep:
-        try:
-            names = sorted(os.listdir(base))
-        except OSError:
-            return
-        for name in names:
-            row = entry(os.path.join(base, name))
-            if row is not None:
-                yield row
-        return
-    for root, dirs, files in os.walk(base, followlinks=False):
-        dirs.sort()
-        for name in sorted(files):
-            row = entry(os.path.join(root, name))
-            if row is not None:
-                yield row
+def _uri_root(ns: ParsedURI) -> str:
+    """What every object URI of ``ns``'s store starts with, before the key/path prefix."""
+    return "file://" if ns.scheme == "file" else f"{ns.scheme}://{ns.authority}/"
 
 
-def _list_s3(bucket: str, unit: ListUnit, s3_options: Mapping[str, Any]) -> Iterator[tuple[str, int, datetime]]:
-    from lakewarden.s3client import s3_client
-
-    client = s3_client(dict(s3_options))
-    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": unit.prefix}
-    if not unit.deep:
-        kwargs["Delimiter"] = "/"
-    for page in client.get_paginator("list_objects_v2").paginate(**kwargs):
-        for obj in page.get("Contents", []):
-            modified = obj["LastModified"]
-            yield (f"s3://{bucket}/{obj['Key']}", int(obj["Size"]), modified.astimezone(timezone.utc))
+def _prefix_uri(ns: ParsedURI, prefix: str) -> str:
+    return _uri_root(ns) + prefix
 
 
-def _children(ns: ParsedURI, prefix: str, s3_options: Mapping[str, Any], max_pages: int) -> list[str] | None:
-    """Sub-prefixes directly under ``prefix``; ``None`` when there are too many to expand cheaply."""
-    if ns.scheme == "file":
-        base = prefix.rstrip("/") or "/"
-        try:
-            with os.scandir(base) as entries:
-                found = []
-                for count, item in enumerate(entries):
-                    if count >= max_pages * 1000:
-                        return None
-                    if item.is_dir(follow_symlinks=False):
-                        found.append(os.path.join(base, item.name) + "/")
-                return sorted(found)
-        except OSError:
-            return []
-    from lakewarden.s3client import s3_client
+def _store_options(s3_options: Mapping[str, Any] | None, store_options: "StoreOptions | None") -> "StoreOptions":
+    from lakewarden.stores import StoreOptions
 
-    client = s3_client(dict(s3_options))
-    found = []
-    pages = client.get_paginator("list_objects_v2").paginate(Bucket=ns.authority, Prefix=prefix, Delimiter="/")
-    for number, page in enumerate(pages):
-        if number >= max_pages:
-            return None
-        found += [item["Prefix"] for item in page.get("CommonPrefixes", [])]
-    return found
+    return store_options if store_options is not None else StoreOptions.from_s3_options(s3_options)
 
 
-def plan_listing(storage_namespace: str, *, s3_options: Mapping[str, Any] | None = None, target_units: int = 64, max_depth: int = 3, max_pages: int = 5) -> list[ListUnit]:
+def plan_listing(
+    storage_namespace: str,
+    *,
+    s3_options: Mapping[str, Any] | None = None,
+    target_units: int = 64,
+    max_depth: int = 3,
+    max_pages: int = 5,
+    store_options: "StoreOptions | None" = None,
+) -> list[ListUnit]:
     """Split the namespace into units to list in parallel (breadth-first, by '/' prefixes).
 
-    Only prefixes are enumerated on the driver, a few pages per level at most; a level with more
-    entries than that becomes one ``deep`` unit rather than being paged through here. The
-    namespace's ``_lakefs/`` is never a unit.
+    Only prefixes are enumerated on the driver, ``max_pages`` pages (of 1,000 entries) per level
+    at most; a level with more entries than that becomes one ``deep`` unit rather than being
+    paged through here. The namespace's ``_lakefs/`` is never a unit.
     """
+    from lakewarden.stores import store_for
+
     ns = _namespace(storage_namespace)
-    options = dict(s3_options or {})
+    store = store_for(storage_namespace, _store_options(s3_options, store_options))
     root = _key_prefix(ns)
+    uri_root = _uri_root(ns)
     units: list[ListUnit] = []
     frontier = [root]
     for depth in range(max_depth):
@@ -510,12 +470,13 @@ def plan_listing(storage_namespace: str, *, s3_options: Mapping[str, Any] | None
             if depth > 0 and len(units) + len(frontier) + len(next_frontier) >= target_units:
                 units.append(ListUnit(prefix, deep=True))
                 continue
-            children = _children(ns, prefix, options, max_pages)
+            children = store.children(_prefix_uri(ns, prefix), max_entries=max_pages * 1000)
             if children is None:
                 units.append(ListUnit(prefix, deep=True))
                 continue
             units.append(ListUnit(prefix, deep=False))
-            for child in children:
+            for child_uri in children:
+                child = child_uri[len(uri_root):]
                 if prefix == root and child[len(root):].strip("/").casefold() == LAKEFS_DIR:
                     continue
                 next_frontier.append(child)
@@ -524,37 +485,40 @@ def plan_listing(storage_namespace: str, *, s3_options: Mapping[str, Any] | None
     return units
 
 
+#: the schemes :func:`list_namespace` lists (``local://`` is listed as its ``file://`` directory)
+LISTABLE_SCHEMES = ("file", "s3", "https", "gs")
+
+
 def list_namespace(
     spark: "SparkSession",
     storage_namespace: str,
     *,
     s3_options: Mapping[str, Any] | None = None,
     parallelism: int | None = None,
+    store_options: "StoreOptions | None" = None,
 ) -> "DataFrame":
     """Every object under the namespace (:data:`INVENTORY_SCHEMA`), listed in Spark tasks.
 
-    The driver only plans prefixes (:func:`plan_listing`); tasks list them (``os.walk`` or S3
-    ListObjectsV2), so the listing never passes through the driver.
+    The driver only plans prefixes (:func:`plan_listing`); tasks list them through the
+    namespace's store (:mod:`lakewarden.stores`: ``os.walk``, S3 ListObjectsV2, Azure List
+    Blobs, GCS objects.list), so the listing never passes through the driver.
     """
     from pyspark.sql import functions as F
 
     from lakewarden.sweep import ensure_python_workers
 
     ns = _namespace(storage_namespace)
-    if ns.scheme not in ("file", "s3"):
+    if ns.scheme not in LISTABLE_SCHEMES:
         raise BadInput(f"cannot list {ns.scheme}:// namespaces", field="storage_namespace")
-    options = {k: v for k, v in (s3_options or {}).items() if v is not None}
+    options = _store_options({k: v for k, v in (s3_options or {}).items() if v is not None}, store_options)
     ensure_python_workers(spark)
     target = max(parallelism or spark.sparkContext.defaultParallelism * 8, 1)
-    units = plan_listing(storage_namespace, s3_options=options, target_units=target)
+    units = plan_listing(storage_namespace, target_units=target, store_options=options)
     log.info("listing %s in %d unit(s)", storage_namespace, len(units))
     rdd = spark.sparkContext.parallelize(units, max(1, min(len(units), target))).mapPartitions(_Lister(storage_namespace, options))
     listed = spark.createDataFrame(rdd, INVENTORY_SCHEMA)
-    if ns.scheme == "file":
-        # raw paths, as resolve_physical joins them: file://<namespace path>/<relative>
-        with_key = listed.withColumn("_key", F.expr("substring(physical_address, 8)"))
-    else:
-        with_key = listed.withColumn("_key", F.expr(f"substring(physical_address, {len(ns.authority) + 7})"))
+    # raw keys/paths, as resolve_physical joins them: file://<path>, <scheme>://<authority>/<key>
+    with_key = listed.withColumn("_key", F.expr(f"substring(physical_address, {len(_uri_root(ns)) + 1})"))
     return restrict_to_namespace(with_key, "_key", ns).select("physical_address", "size", "last_modified")
 
 
@@ -567,8 +531,10 @@ def storage_inventory(
     work_dir: str | os.PathLike[str] | None = None,
     parallelism: int | None = None,
     local_blockstore: str | None = None,
+    store_options: "StoreOptions | None" = None,
 ) -> "DataFrame":
-    """The inventory report at ``manifest`` when given, else a listing of the namespace.
+    """The inventory report at ``manifest`` when given (S3 Inventory, Azure Blob Inventory or a
+    GCS inventory report, told apart by the manifest's fields), else a listing of the namespace.
 
     A ``local://`` namespace (lakeFS's local blockstore) is listed as the directory it is under
     ``local_blockstore``, and its objects are named ``local://...`` again, as lakeFS names them.
@@ -576,10 +542,18 @@ def storage_inventory(
     from lakewarden.blockstore import blockstore_root, file_uri_prefix, to_file_uri
 
     if manifest:
+        from lakewarden.inventories import inventory_kind, read_cloud_inventory
+        from lakewarden.inventories.common import load_json
+
+        options = _store_options(s3_options, store_options)
+        if inventory_kind(load_json(manifest, options)) in ("azure", "gcs"):
+            return read_cloud_inventory(spark, manifest, storage_namespace, store_options=options, work_dir=work_dir)
         return read_inventory(spark, manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir)
+    if local_blockstore is None and store_options is not None:
+        local_blockstore = store_options.local_blockstore
     root = blockstore_root(storage_namespace, local_blockstore)
     if root is None:
-        return list_namespace(spark, storage_namespace, s3_options=s3_options, parallelism=parallelism)
+        return list_namespace(spark, storage_namespace, s3_options=s3_options, parallelism=parallelism, store_options=store_options)
     from pyspark.sql import functions as F
 
     listed = list_namespace(spark, to_file_uri(storage_namespace, root), parallelism=parallelism)

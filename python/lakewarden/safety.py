@@ -19,13 +19,33 @@ RELATIVE address to the namespace verbatim, and deleters delete the raw key/path
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
 from lakewarden.errors import UnsafeDeletion
 
-#: Scheme aliases: every spelling that names the same object store.
-SCHEME_ALIASES: dict[str, str] = {"s3a": "s3", "s3n": "s3", "s3": "s3", "file": "file"}
+#: Scheme aliases: every spelling that names the same object store. Azure Blob Storage
+#: namespaces are ``https://ACCOUNT.blob.core.windows.net/CONTAINER/PATH`` as lakeFS writes them;
+#: lakeFS accepts ``http://`` for the same account too, so both are one store here.
+SCHEME_ALIASES: dict[str, str] = {
+    "s3a": "s3",
+    "s3n": "s3",
+    "s3": "s3",
+    "file": "file",
+    "gs": "gs",
+    "http": "https",
+    "https": "https",
+}
+#: Schemes whose authority is a DNS host name, compared case-insensitively (RFC 3986 3.2.2):
+#: ``ACCOUNT.Blob.Core.Windows.Net`` is the same account as ``account.blob.core.windows.net``.
+#: Buckets (``s3``, ``gs``) stay exact: a different spelling is refused, never guessed equal.
+HOST_SCHEMES = frozenset({"https"})
+#: Schemes whose first path segment is part of the store's address (Azure's container), so a
+#: namespace without one would span every container of the account.
+CONTAINER_SCHEMES = frozenset({"https"})
+#: Azure's container naming rule (3-63 characters, lower-case letters, digits, single hyphens).
+_CONTAINER_NAME = re.compile(r"[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}")
 
 #: The metadata directory of a lakeFS namespace; nothing below it is ever deleted.
 LAKEFS_DIR = "_lakefs"
@@ -53,7 +73,8 @@ class ParsedURI:
 
 
 def parse_uri(uri: str) -> ParsedURI:
-    """Split ``uri``; aliases (``s3a``, ``s3n``) become ``s3`` and ``file:`` forms become ``file://``.
+    """Split ``uri``; aliases (``s3a``, ``s3n``) become ``s3``, ``http`` becomes ``https`` (Azure),
+    ``file:`` forms become ``file://``, and a host-name authority (Azure's) is lower-cased.
 
     Accepted file forms: ``file:///abs``, ``file:/abs``, ``file://localhost/abs`` and a bare
     absolute path ``/abs``. Raises :class:`ValueError` for anything else that is not a URI.
@@ -79,7 +100,25 @@ def parse_uri(uri: str) -> ParsedURI:
     authority, slash, path = rest[2:].partition("/")
     if not authority:
         raise ValueError(f"URI without a bucket/container: {uri!r}")
+    if scheme in HOST_SCHEMES:
+        authority = authority.lower()
     return ParsedURI(scheme, authority, "/" + path if slash else "")
+
+
+def container_problem(ns: ParsedURI) -> str | None:
+    """Why ``ns`` (a parsed namespace) lacks a valid Azure container; ``None`` when it has one.
+
+    An Azure namespace's path starts with its container. Without a valid one, "inside the
+    namespace" would mean "in any container of the account", so such a namespace is refused.
+    """
+    if ns.scheme not in CONTAINER_SCHEMES:
+        return None
+    container = ns.path[1:].split("/", 1)[0] if ns.path.startswith("/") else ""
+    if not container:
+        return "an Azure storage namespace needs a container (https://ACCOUNT.blob.core.windows.net/CONTAINER/...)"
+    if not _CONTAINER_NAME.fullmatch(container):
+        return f"{container!r} is not an Azure container name"
+    return None
 
 
 def _file_path(path: str, uri: str) -> str:
@@ -190,6 +229,9 @@ def unsafe_reason(uri: str, storage_namespace: str) -> str | None:
         return f"scheme {target.scheme!r} is not the storage namespace's {ns.scheme!r}"
     if target.authority != ns.authority:
         return f"bucket {target.authority!r} is not the storage namespace's {ns.authority!r}"
+    problem = container_problem(ns)
+    if problem is not None:
+        return f"bad storage namespace: {problem}"
     ns_path = normalize_path(ns.path)
     if ns_path is None:
         return "bad storage namespace: '..' above the root"

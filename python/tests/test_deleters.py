@@ -35,8 +35,18 @@ def test_factory_picks_backend_by_scheme(namespace: Path) -> None:
     for ns in ("s3://b/p", "s3a://b/p", "S3N://b/p/"):
         deleter = deleter_for(ns, endpoint_url="http://127.0.0.1:1")
         assert isinstance(deleter, S3Deleter) and deleter.bucket == "b"
-    with pytest.raises(BadInput, match="no deleter for scheme 'gs'"):
-        deleter_for("gs://b/p")
+    from lakewarden.deleters.azure import AzureDeleter
+    from lakewarden.deleters.gcs import GcsDeleter
+
+    assert isinstance(deleter_for("gs://b/p"), GcsDeleter)
+    assert isinstance(deleter_for("https://acct.blob.core.windows.net/container/p"), AzureDeleter)
+    assert isinstance(deleter_for("HTTP://ACCT.blob.core.windows.net/container/p"), AzureDeleter)
+    with pytest.raises(BadInput, match="not an Azure Blob Storage URI"):
+        deleter_for("https://example.com/container/p")
+    with pytest.raises(BadInput, match="needs a container"):
+        deleter_for("https://acct.blob.core.windows.net/")
+    with pytest.raises(BadInput, match="no deleter for scheme 'wasb'"):
+        deleter_for("wasb://b/p")
     with pytest.raises(BadInput, match="storage_namespace"):
         deleter_for("relative/path")
 

@@ -1,4 +1,5 @@
-"""Storage backends that delete objects for the sweep (local filesystem, S3; Azure/GCS later)."""
+"""Storage backends that delete objects for the sweep: local filesystem, lakeFS's local blockstore,
+S3 (DeleteObjects), Azure Blob Storage (Blob Batch) and Google Cloud Storage (batch requests)."""
 
 from lakewarden.deleters.base import (
     DELETED,

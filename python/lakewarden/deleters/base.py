@@ -4,8 +4,9 @@ A backend is anything with ``delete_batch`` and ``max_batch``: the sweep hands i
 ``max_batch`` absolute URIs and gets one :class:`DeleteOutcome` per URI back, never an exception
 for a per-object problem. That contract is what lets the sweep record every address's fate and
 lets a re-run finish a killed sweep. Backends are chosen by the namespace's URI scheme through a
-registry, so Azure (``abfs``/``az``) or GCS (``gs``) slot in with one :func:`register_backend`
-call and no change to the sweep.
+registry: ``s3``, ``https`` (Azure Blob Storage, as lakeFS names Azure namespaces), ``gs``,
+``local`` and ``file``; another store slots in with one :func:`register_backend` call and no
+change to the sweep.
 
 Backends are built *inside* Spark tasks from ``(storage_namespace, options)``: options must be
 plain picklable values; clients and connections are created lazily in the task's process.
@@ -114,6 +115,14 @@ def _load_builtin_backends() -> None:
         from lakewarden.deleters.local_blockstore import LocalBlockstoreDeleter
 
         register_backend("local", LocalBlockstoreDeleter)
+    if "https" not in _BACKENDS:
+        from lakewarden.deleters.azure import AzureDeleter
+
+        register_backend("https", AzureDeleter)  # Azure Blob Storage (http:// is an alias)
+    if "gs" not in _BACKENDS:
+        from lakewarden.deleters.gcs import GcsDeleter
+
+        register_backend("gs", GcsDeleter)
 
 
 def deleter_for(storage_namespace: str, **options: Any) -> Deleter:

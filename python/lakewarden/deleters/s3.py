@@ -1,5 +1,9 @@
 """S3 backend: DeleteObjects in batches of up to 1000 keys, with backoff, per-key outcomes.
 
+Several DeleteObjects are in flight at once (``max_concurrency``); a throttled answer halves
+that number until the store stops throttling (:mod:`lakewarden.deleters.throttle`, shared by
+every cloud backend).
+
 Why DeleteObjects: one request removes up to 1000 keys, which is what makes a sweep of millions
 of objects feasible (a DeleteObject per key is ~1000x the requests). S3 answers per key inside
 a 200 response, so a batch can partly fail: every key gets its own outcome, throttled keys
@@ -15,11 +19,11 @@ Endpoint, region and credentials come from the options, else from boto3's usual 
 from __future__ import annotations
 
 import logging
-import random
 import time
 from typing import Any, Callable, Sequence
 
 from lakewarden.deleters.base import DeleteOutcome, Deleter
+from lakewarden.deleters.throttle import BatchFailed, BatchThrottled, Throttle, Verdict, delete_with_retries
 from lakewarden.s3client import s3_client
 from lakewarden.safety import parse_uri
 
@@ -48,6 +52,12 @@ RETRYABLE_CODES = frozenset(
 )
 #: Per-key codes meaning the object is not there: the goal state, so "deleted".
 ABSENT_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
+
+#: Deleter options that belong to the other stores (see StoreOptions.deleter_options).
+OTHER_STORES_OPTIONS = frozenset(
+    {"azure_endpoint", "azure_connection_string", "azure_account_key", "gcs_endpoint", "gcs_project", "local_blockstore"}
+)
+
 
 def _xml_safe(key: str) -> bool:
     """Whether ``key`` can travel in a DeleteObjects XML body (XML 1.0 forbids most C0 controls)."""
@@ -99,7 +109,9 @@ class S3Deleter(Deleter):
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._sleep = sleep
-        self._client_options = {k: v for k, v in client_options.items() if v is not None}
+        self.throttle = Throttle(self.max_concurrency, base_delay=base_delay, max_delay=max_delay, sleep=sleep)
+        # the other stores' options (StoreOptions.deleter_options carries them all) are not boto3's
+        self._client_options = {k: v for k, v in client_options.items() if v is not None and k not in OTHER_STORES_OPTIONS}
         self._client: Any = None
         self.requests = 0  # DeleteObjects/DeleteObject calls made, for benchmarks and tests
 
@@ -120,7 +132,7 @@ class S3Deleter(Deleter):
 
     def backoff(self, attempt: int) -> float:
         """Full-jitter exponential backoff: uniform in [0, min(max_delay, base * 2**attempt)]."""
-        return random.uniform(0, min(self.max_delay, self.base_delay * (2**attempt)))
+        return self.throttle.backoff(attempt)
 
     def delete_batch(self, uris: Sequence[str]) -> list[DeleteOutcome]:
         safe, unsafe = self.split_unsafe(uris)
@@ -143,54 +155,40 @@ class S3Deleter(Deleter):
         return outcomes
 
     def _delete_objects(self, keys: list[str]) -> dict[str, tuple[str, str]]:
-        """DeleteObjects with retries of throttled keys; ``{key: (status, reason)}``."""
+        """DeleteObjects with the shared retry loop (backoff, narrowed concurrency); ``{key: (status, reason)}``."""
+        return delete_with_retries(keys, self._send_delete_objects, throttle=self.throttle, max_attempts=self.max_attempts)
+
+    def _send_delete_objects(self, keys: list[str]) -> dict[str, Verdict]:
+        """One DeleteObjects request (Quiet: only errors are listed); a verdict per key."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        results: dict[str, tuple[str, str]] = {}
-        pending = list(keys)
-        last_reason = ""
-        for attempt in range(self.max_attempts):
-            if attempt:
-                self._sleep(self.backoff(attempt))
-            try:
-                self.requests += 1
-                response = self.client.delete_objects(
-                    Bucket=self.bucket,
-                    Delete={"Objects": [{"Key": key} for key in pending], "Quiet": True},
-                )
-            except (ClientError, BotoCoreError) as exc:
-                code, message = _error_code(exc)
-                last_reason = f"{code}: {message}"
-                if code in RETRYABLE_CODES or code == "connection":
-                    log.debug("DeleteObjects attempt %d throttled/failed (%s); backing off", attempt + 1, last_reason)
-                    continue
-                for key in pending:
-                    results[key] = ("failed", last_reason)
-                return results
-            retry: list[str] = []
-            errored: set[str] = set()
-            for error in response.get("Errors", []):
-                key = error.get("Key")
-                if key is None:
-                    continue
-                code = str(error.get("Code", ""))
-                errored.add(key)
-                if code in ABSENT_CODES:
-                    results[key] = ("deleted", "already absent")
-                elif code in RETRYABLE_CODES:
-                    retry.append(key)
-                    last_reason = f"{code}: {error.get('Message', '')}"
-                else:
-                    results[key] = ("failed", f"{code}: {error.get('Message', '')}".rstrip(": "))
-            for key in pending:
-                if key not in errored:
-                    results[key] = ("deleted", "")
-            pending = retry
-            if not pending:
-                return results
-        for key in pending:
-            results[key] = ("failed", f"gave up after {self.max_attempts} attempts: {last_reason}")
-        return results
+        self.requests += 1
+        try:
+            response = self.client.delete_objects(
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True},
+            )
+        except (ClientError, BotoCoreError) as exc:
+            code, message = _error_code(exc)
+            if code in RETRYABLE_CODES or code == "connection":
+                log.debug("DeleteObjects throttled/failed (%s: %s); backing off", code, message)
+                raise BatchThrottled(f"{code}: {message}") from None
+            raise BatchFailed(f"{code}: {message}") from None
+        verdicts: dict[str, Verdict] = {}
+        for error in response.get("Errors", []):
+            key = error.get("Key")
+            if key is None:
+                continue
+            code = str(error.get("Code", ""))
+            if code in ABSENT_CODES:
+                verdicts[key] = ("deleted", "already absent")
+            elif code in RETRYABLE_CODES:
+                verdicts[key] = ("retry", f"{code}: {error.get('Message', '')}")
+            else:
+                verdicts[key] = ("failed", f"{code}: {error.get('Message', '')}".rstrip(": "))
+        for key in keys:
+            verdicts.setdefault(key, ("deleted", ""))
+        return verdicts
 
     def _delete_object(self, key: str) -> tuple[str, str]:
         """DeleteObject for a key DeleteObjects' XML body cannot carry; same retry policy."""

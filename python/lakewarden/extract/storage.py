@@ -4,30 +4,42 @@ lakeFS writes every metarange and range as an object named by its id under ``_la
 storage namespace, and its GC preparations (the commits CSV, the uncommitted Parquet files)
 under ``_lakefs/retention/gc/``. Extract reads both through a :class:`MetadataStore`.
 
-Supported namespaces: ``file:///abs/path``; ``s3://bucket/prefix`` (the client of
-:mod:`lakewarden.s3client`: ``--s3-endpoint``/``--s3-region``, else the environment); and
-lakeFS's ``local://path`` (relative to the server's ``blockstore.local.path``, which must be
-given with ``--local-blockstore`` since a client cannot know it).
+Supported namespaces: ``file:///abs/path``; lakeFS's ``local://path`` (relative to the
+server's ``blockstore.local.path``, which must be given with ``--local-blockstore`` since a
+client cannot know it); and every object store of :mod:`lakewarden.stores`: ``s3://bucket/prefix``,
+``https://ACCOUNT.blob.core.windows.net/CONTAINER/prefix`` (Azure) and ``gs://bucket/prefix``,
+read through the store's one client definition (options, else the SDK's environment).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from lakewarden.errors import BadInput
 
-__all__ = ["MetadataStore", "open_store", "METADATA_DIR"]
+if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.stores import ObjectStore, StoreOptions
+
+__all__ = ["MetadataStore", "ObjectStoreMetadata", "open_store", "METADATA_DIR"]
 
 METADATA_DIR = "_lakefs"
-_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "http": "https"}
+#: schemes whose host is case-insensitive (Azure's account host)
+_HOST_SCHEMES = {"https"}
 
 
 def _normalized(uri: str) -> str:
     scheme, sep, rest = uri.partition("://")
-    return (_SCHEME_ALIASES.get(scheme.lower(), scheme.lower()) + sep + rest).rstrip("/") if sep else uri.rstrip("/")
+    if not sep:
+        return uri.rstrip("/")
+    scheme = _SCHEME_ALIASES.get(scheme.lower(), scheme.lower())
+    if scheme in _HOST_SCHEMES:
+        host, slash, path = rest.partition("/")
+        rest = host.lower() + slash + path
+    return (scheme + sep + rest).rstrip("/")
 
 
 class MetadataStore:
@@ -90,73 +102,65 @@ class LocalStore(MetadataStore):
         return sorted(str(p.relative_to(self.root)) for p in base.rglob("*") if p.is_file())
 
 
-class S3Store(MetadataStore):
-    def __init__(self, namespace: str, bucket: str, prefix: str, options: Mapping[str, Any] | None = None) -> None:
-        from lakewarden.s3client import s3_client
+class ObjectStoreMetadata(MetadataStore):
+    """lakeFS's metadata read through a :class:`lakewarden.stores.ObjectStore` (S3, Azure, GCS):
+    the one place each store's client, endpoint and credentials are defined."""
 
+    def __init__(self, namespace: str, store: "ObjectStore") -> None:
         self.namespace = namespace
-        self.bucket = bucket
-        self.prefix = prefix.strip("/")
-        self.options = dict(options or {})
-        self._client: Any = s3_client(self.options)
-
-    def _key(self, key: str) -> str:
-        return "/".join(p for p in (self.prefix, key) if p)
+        self.store = store
 
     def uri(self, key: str) -> str:
-        return f"s3://{self.bucket}/{self._key(key)}"
-
-    def _error(self, exc: BaseException, what: str, key: str) -> BadInput:
-        from botocore.exceptions import ClientError
-
-        if isinstance(exc, ClientError):
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in ("NoSuchKey", "404", "NotFound"):
-                return self._missing(key, what)
-            reason = code or "error"
-        else:
-            reason = type(exc).__name__
-        return BadInput(f"cannot read {what} {key.rsplit('/', 1)[-1]} from S3 ({reason})", source=self.uri(key))
+        return self.store.uri(key)
 
     def read_key(self, key: str, what: str) -> bytes:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from lakewarden.stores import ObjectMissing, StoreError
 
         try:
-            return self._client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
-        except (ClientError, BotoCoreError) as exc:
-            raise self._error(exc, what, key) from None
+            return self.store.read_key(key)
+        except ObjectMissing:
+            raise self._missing(key, what) from None
+        except StoreError as exc:
+            raise BadInput(f"cannot read {what} {key.rsplit('/', 1)[-1]} ({exc})", source=self.uri(key)) from None
 
     def list_keys(self, prefix: str) -> list[str]:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from lakewarden.stores import StoreError
 
-        full = self._key(prefix)
-        strip = len(self.prefix) + 1 if self.prefix else 0
-        keys: list[str] = []
+        strip = len(self.store.namespace) + 1
         try:
-            for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
-                keys.extend(obj["Key"][strip:] for obj in page.get("Contents", []))
-        except (ClientError, BotoCoreError) as exc:
-            raise self._error(exc, "listing of", prefix) from None
-        return sorted(keys)
+            return sorted(listed.uri[strip:] for listed in self.store.list(self.store.uri(prefix)))
+        except StoreError as exc:
+            raise BadInput(f"cannot list {prefix} ({exc})", source=self.uri(prefix)) from None
 
 
 def open_store(
-    namespace: str, *, local_blockstore: str | None = None, s3_options: Mapping[str, Any] | None = None
+    namespace: str,
+    *,
+    local_blockstore: str | None = None,
+    s3_options: Mapping[str, Any] | None = None,
+    store_options: "StoreOptions | None" = None,
 ) -> MetadataStore:
-    """The store for a repository's storage namespace URI."""
+    """The store for a repository's storage namespace URI.
+
+    ``store_options`` (:class:`lakewarden.stores.StoreOptions`) reaches every store; without it
+    the older ``s3_options`` / ``local_blockstore`` arguments are used, and Azure and GCS take
+    their settings from their SDKs' environment variables.
+    """
+    from dataclasses import replace
+
+    from lakewarden.stores import StoreOptions, store_for
+
     parsed = urlparse(namespace)
     scheme = _SCHEME_ALIASES.get(parsed.scheme.lower(), parsed.scheme.lower())
     if scheme == "file":
         return LocalStore(namespace, Path(unquote(parsed.path)))
-    if scheme == "s3":
-        return S3Store(namespace, parsed.netloc, parsed.path, s3_options)
+    options = store_options or StoreOptions.from_s3_options(s3_options)
+    if local_blockstore and not options.local_blockstore:
+        options = replace(options, local_blockstore=local_blockstore)
     if scheme == "local":
         from lakewarden.blockstore import blockstore_root, local_path
 
-        root = blockstore_root(namespace, local_blockstore)
+        root = blockstore_root(namespace, options.local_blockstore)
         assert root is not None
         return LocalStore(namespace, local_path(namespace, root))
-    raise BadInput(
-        f"unsupported storage namespace {namespace!r} (supported: file://, s3://, local://)",
-        field="storage_namespace",
-    )
+    return ObjectStoreMetadata(namespace, store_for(namespace, options))

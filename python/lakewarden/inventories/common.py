@@ -1,0 +1,263 @@
+"""What the Azure and GCS inventory readers share: fetching a manifest and data files from any
+store (or the local disk), checking the report's age, and turning rows into the storage
+inventory's shape with the namespace filter."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from lakewarden.errors import BadInput
+from lakewarden.safety import parse_uri
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from lakewarden.stores import StoreOptions
+
+FORMATS = {"csv": "CSV", "parquet": "Parquet"}
+
+
+@dataclass(frozen=True)
+class CloudInventory:
+    """A validated manifest: where its data files are and which columns mean what.
+
+    ``key_prefix`` is prepended to a row's name to form the object's path inside its store
+    (Azure rows name ``CONTAINER/BLOB`` already: empty; GCS rows name the object: empty too, the
+    bucket is the URI's authority). ``uri_root`` + path is the object's physical address.
+    """
+
+    kind: str  # "azure" | "gcs"
+    manifest: str
+    created: datetime
+    file_format: str  # "CSV" | "Parquet"
+    data_files: tuple[str, ...]
+    name_field: str
+    size_field: str | None
+    modified_field: str | None
+    uri_root: str
+    row_filter: Callable[["DataFrame"], "Column"] | None = None
+
+    def check_age(self, now: datetime, min_age: timedelta) -> None:
+        """Bad input when the report is too old for ``min_age``: objects written after it was
+        taken are missing from it, and anything younger than ``min_age`` at run time must be
+        kept; a report older than ``min_age`` cannot vouch for them."""
+        if now - self.created > min_age:
+            raise BadInput(
+                f"inventory taken at {self.created.isoformat()} is older than --min-age allows ({min_age})",
+                source=self.manifest,
+                field="created",
+            )
+
+
+def is_remote(location: str) -> bool:
+    return "://" in location and not location.lower().startswith("file:")
+
+
+def local_path(location: str) -> Path:
+    """A local path or ``file:`` URI (percent-decoded, as ``Path.as_uri`` encodes) as a path."""
+    from urllib.parse import unquote
+
+    return Path(unquote(parse_uri(location).path)) if location.startswith("file:") else Path(location).expanduser()
+
+
+def read_location(location: str, options: "StoreOptions | None", *, what: str) -> bytes:
+    """Bytes of a local path / ``file:`` URI, or of an object on any store."""
+    if not is_remote(location):
+        path = local_path(location)
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise BadInput(f"cannot read the {what}: {exc.strerror or exc}", source=str(path)) from None
+    from lakewarden.stores import ObjectMissing, StoreError, store_for
+
+    parent = location.rsplit("/", 1)[0]
+    try:
+        return store_for(parent, options).read(location)
+    except ObjectMissing:
+        raise BadInput(f"the {what} is missing", source=location) from None
+    except StoreError as exc:
+        raise BadInput(f"cannot read the {what} ({exc})", source=location) from None
+
+
+def download_location(location: str, target: str, options: "StoreOptions | None", *, what: str, manifest: str) -> None:
+    """Stream a remote data file to ``target`` (never held in memory whole)."""
+    from lakewarden.stores import ObjectMissing, StoreError, store_for
+
+    try:
+        store_for(location.rsplit("/", 1)[0], options).download(location, target)
+    except ObjectMissing:
+        raise BadInput(f"the {what} is missing ({location})", source=manifest, field=what.removeprefix("data file ")) from None
+    except StoreError as exc:
+        raise BadInput(f"cannot read the {what} ({exc})", source=location) from None
+
+
+def sibling(location: str, name: str) -> str:
+    """``name`` in the manifest's directory (a key relative to the manifest)."""
+    if is_remote(location):
+        return location.rsplit("/", 1)[0] + "/" + name
+    return str(local_path(location).parent / name)
+
+
+def load_json(location: str, options: "StoreOptions | None") -> dict[str, Any]:
+    data = read_location(location, options, what="manifest")
+    try:
+        raw = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInput(f"not JSON: {exc}", source=location) from None
+    if not isinstance(raw, dict):
+        raise BadInput("not a JSON object", source=location)
+    return raw
+
+
+def parse_time(value: Any, manifest: str, field: str) -> datetime:
+    if not isinstance(value, str) or not value:
+        raise BadInput("missing", source=manifest, field=field)
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadInput(f"not a time: {value!r}", source=manifest, field=field) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def inventory_kind(raw: Mapping[str, Any]) -> str | None:
+    """``azure``, ``gcs``, ``s3`` or ``None`` from a manifest's fields."""
+    if "ruleDefinition" in raw or "destinationContainer" in raw:
+        return "azure"
+    if "report_config" in raw or "report_shards_file_names" in raw:
+        return "gcs"
+    if "sourceBucket" in raw:
+        return "s3"
+    return None
+
+
+def inventory_created(manifest: str, options: "StoreOptions | None" = None) -> datetime | None:
+    """When the report at ``manifest`` was taken (S3 ``creationTimestamp``, Azure
+    ``inventoryCompletionTime``, GCS ``snapshot_time``); ``None`` when it does not say.
+    Jobs measure ``--min-age`` from it: objects younger than that at report time are kept."""
+    raw = load_json(manifest, options)
+    kind = inventory_kind(raw)
+    if kind == "s3":
+        stamp = raw.get("creationTimestamp")
+        if isinstance(stamp, (int, str)) and str(stamp).isdigit():
+            return datetime.fromtimestamp(int(stamp) / 1000, tz=timezone.utc)
+        return None
+    field = {"azure": "inventoryCompletionTime", "gcs": "snapshot_time"}.get(kind or "")
+    return parse_time(raw.get(field), manifest, field) if field else None
+
+
+def local_copies(inventory: CloudInventory, options: "StoreOptions | None", work_dir: Path | None) -> list[str]:
+    """Local paths of the data files for Spark: remote ones downloaded, and local ones whose
+    names Hadoop cannot take (GCS shard names hold ``:`` from their timestamp) linked under a
+    safe name. The extension stays: Spark picks the codec from it."""
+    import tempfile
+
+    directory: Path | None = None
+
+    def scratch() -> Path:
+        nonlocal directory
+        if directory is None:
+            directory = work_dir or Path(tempfile.mkdtemp(prefix="lakewarden-inventory-"))
+            directory.mkdir(parents=True, exist_ok=True)
+        return directory
+
+    paths: list[str] = []
+    for index, location in enumerate(inventory.data_files):
+        safe_name = f"{index:06d}-" + os.path.basename(location).replace(":", "_")
+        if not is_remote(location):
+            path = local_path(location)
+            if not path.is_file():
+                raise BadInput(f"missing data file {location}", source=inventory.manifest, field=f"files[{index}]")
+            if ":" in path.name:
+                link = scratch() / safe_name
+                link.unlink(missing_ok=True)
+                link.symlink_to(path.resolve())
+                path = link
+            paths.append(str(path))
+            continue
+        target = scratch() / safe_name
+        download_location(location, str(target), options, what=f"data file files[{index}]", manifest=inventory.manifest)
+        paths.append(str(target))
+    return paths
+
+
+def _timestamp(column: "Column", kind: str) -> "Column":
+    """ISO-8601 strings, RFC 1123 strings, epoch milliseconds or timestamps -> timestamp (else null)."""
+    from pyspark.sql import functions as F
+
+    if kind in ("bigint", "int"):
+        return F.timestamp_millis(column)
+    if kind.startswith("timestamp"):
+        return column.cast("timestamp")
+    text = column.cast("string")
+    # RFC 1123 ("Fri, 02 Jan 2026 03:04:05 GMT"): Spark parses no day names, so drop it first
+    rfc1123 = F.regexp_replace(text, r"^[A-Za-z]{3},\s*", "")
+    return F.coalesce(
+        F.call_function("try_to_timestamp", text),
+        F.call_function("try_to_timestamp", rfc1123, F.lit("dd MMM yyyy HH:mm:ss z")),
+    )
+
+
+def to_storage_inventory(
+    spark: "SparkSession", inventory: CloudInventory, storage_namespace: str, paths: list[str]
+) -> "DataFrame":
+    """Rows of ``paths`` as ``physical_address, size, last_modified``, only inside the namespace."""
+    from pyspark.sql import functions as F
+
+    from lakewarden.inventory import restrict_to_namespace
+
+    if inventory.file_format == "CSV":
+        df = spark.read.options(header="true", quote='"', escape='"', mode="PERMISSIVE", inferSchema="false").csv(paths)
+    else:
+        df = spark.read.parquet(*paths)
+    columns = {name.lower(): name for name in df.columns}
+    name = columns.get(inventory.name_field.lower())
+    if name is None:
+        raise BadInput(f"data files have no {inventory.name_field} column (columns: {', '.join(df.columns)})", source=paths[0], field=inventory.name_field)
+    dtypes = dict(df.dtypes)
+    size_col = columns.get((inventory.size_field or "").lower())
+    modified_col = columns.get((inventory.modified_field or "").lower())
+    if inventory.row_filter is not None:
+        df = df.where(inventory.row_filter(df))
+    rows = df.select(
+        F.col(f"`{name}`").cast("string").alias("_key"),
+        (F.col(f"`{size_col}`").cast("long") if size_col else F.lit(None).cast("long")).alias("size"),
+        (_timestamp(F.col(f"`{modified_col}`"), dtypes[modified_col]) if modified_col else F.lit(None).cast("timestamp")).alias("last_modified"),
+    )
+    ns = parse_uri(storage_namespace)
+    rows = restrict_to_namespace(rows, "_key", ns)
+    return rows.select(F.concat(F.lit(inventory.uri_root), F.col("_key")).alias("physical_address"), "size", "last_modified")
+
+
+def read_cloud_inventory(
+    spark: "SparkSession",
+    manifest: str,
+    storage_namespace: str,
+    *,
+    store_options: "StoreOptions | None" = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    now: datetime | None = None,
+    min_age: timedelta | None = None,
+) -> "DataFrame":
+    """The objects an Azure Blob Inventory or GCS inventory report lists under the namespace.
+
+    Validates the manifest (format, fields, coverage of the namespace, age when ``min_age`` is
+    given) before reading a row; any problem is :class:`BadInput` naming the file and field.
+    """
+    raw = load_json(manifest, store_options)
+    kind = inventory_kind(raw)
+    if kind == "azure":
+        from lakewarden.inventories.azure import parse_manifest
+    elif kind == "gcs":
+        from lakewarden.inventories.gcs import parse_manifest  # type: ignore[assignment]
+    else:
+        raise BadInput("neither an Azure Blob Inventory nor a GCS inventory report manifest", source=manifest, field="ruleDefinition")
+    inventory = parse_manifest(raw, manifest, storage_namespace)
+    if min_age is not None:
+        inventory.check_age(now or datetime.now(timezone.utc), min_age)
+    paths = local_copies(inventory, store_options, Path(work_dir) if work_dir else None)
+    return to_storage_inventory(spark, inventory, storage_namespace, paths)
