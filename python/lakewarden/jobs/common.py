@@ -156,6 +156,22 @@ class JobContext:
 
             check_snapshot_holds_kept(self.spark, self.lakefs_kept, self.spark.table(f"{SNAPSHOT_SCHEMA}.commits"))
 
+    def keep_range_windows(self) -> int:
+        """Append the age windows this run computed (the ``new_range_windows`` mart) to the
+        ``range_windows`` state table, so no later run on this state dir scans those ranges
+        to learn them again. A range id names its content, so a kept window never goes stale;
+        keeping it even for a run that fails later is right. Returns how many were kept."""
+        from lakewarden.state_tables import append_frame
+
+        new = self.table("new_range_windows").cache()
+        try:
+            count = new.count()
+            if count:
+                append_frame(self.spark, self.state, "range_windows", new)
+            return count
+        finally:
+            new.unpersist()
+
     def build_models(self, selection: str, **variables: object) -> None:
         """``dbt build`` of a job's models with this run's variables, plus the singular safety
         tests whose parents are all among them (cautious selection: another job's safety test
