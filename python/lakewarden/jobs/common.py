@@ -91,6 +91,8 @@ class JobContext:
     #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
     local_blockstore: str | None = None
     snapshot_dir: Path | None = None
+    #: the snapshot's files' fingerprint (lakewarden.snapshot_check): same files, same value
+    snapshot_fingerprint: str | None = None
 
     def report_fields(self) -> dict[str, str]:
         """Where the snapshot and the state dir are, for the summary: report.html and
@@ -248,4 +250,5 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         lakefs_kept=lakefs_kept,
         local_blockstore=None if root is None else str(root),
         snapshot_dir=snapshot_dir,
+        snapshot_fingerprint=checked.fingerprint,
     )
