@@ -40,7 +40,10 @@ crossing_intervals as (
         end as changed_from,
         greatest(last_deleted, date_to_be_deleted) as changed_until
     from rule_contexts
-    where coalesce(last_deleted, date_to_be_deleted) is not null
+    where
+        coalesce(last_deleted, date_to_be_deleted) is not null
+        -- same cutoff then and now: no entry's expiry changed (a no-op run)
+        and not coalesce(last_deleted = date_to_be_deleted, false)
 
 ),
 
