@@ -171,3 +171,24 @@ def median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+#: The floor a no-op run is compared with: a plain PySpark process that starts a local session
+#: and runs one trivial job (interpreter and JVM start included, as in every measured run).
+PLAIN_PYSPARK = (
+    "from pyspark.sql import SparkSession; "
+    "s = SparkSession.builder.master('local[*]').config('spark.ui.enabled', 'false').getOrCreate(); "
+    "s.range(1).count(); s.stop()"
+)
+
+
+def plain_pyspark_run() -> ProcessRun:
+    """One plain PySpark process (see PLAIN_PYSPARK), measured like the job runs."""
+    return run_measured([sys.executable, "-c", PLAIN_PYSPARK], env=child_env())
+
+
+def incremental_share(incremental: float, full: float, noop: float) -> float:
+    """(incremental - noop) / (full - noop): the share of a full run's own work (its cost above
+    what a run that has nothing to do pays) that the incremental run still does."""
+    return (incremental - noop) / (full - noop) if full > noop else float("nan")
+

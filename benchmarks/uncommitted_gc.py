@@ -15,10 +15,14 @@ runs, each as a whole subprocess (interpreter, JVM and dbt start included) on on
    than 24h;
 3. 1% churn two days later (new commits referencing new objects, new abandoned uploads, a new
    inventory report), then the optimized run (the same command without --clean: it finds the
-   clean run in the run history), DuckDB again, and a clean run at the same moment.
+   clean run in the run history), DuckDB again, and a clean run at the same moment;
+4. the no-op run: the optimized command again, same snapshot, inventory, state and clock (it
+   continues from the clean run at the same moment: nothing changed since), and a plain PySpark
+   process (session start and one trivial job), the floor a no-op is held to.
 
-Prints wall times, each run's phases (from its report), the ratios optimized/clean (target <=
-20%) and clean/DuckDB, and checks that every run marked what DuckDB counts and the generator
+Prints wall times, each run's phases and ranges read (from its report), the ratios
+optimized/clean, the issue's (optimized - noop) / (clean - noop) (target <= 20%), noop / plain
+PySpark (target <= 1.5x; the no-op must read no range) and clean/DuckDB, and checks that every run marked what DuckDB counts and the generator
 expects (exit 1 if not). Figures, not assertions about time.
 """
 
@@ -39,7 +43,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, child_env, lakewarden_command, run_measured  # noqa: E402
+from common import ProcessRun, child_env, incremental_share, lakewarden_command, plain_pyspark_run, run_measured  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -416,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(objects: int, range_entries: int, workdir: Path) -> int:
-    for stale in ("snapshot-1", "snapshot-2", "inventory", "state", "report-clean", "report-optimized", "report-clean-2"):
+    for stale in ("snapshot-1", "snapshot-2", "inventory", "state", "report-clean", "report-optimized", "report-clean-2", "report-noop"):
         shutil.rmtree(workdir / stale, ignore_errors=True)  # a kept --workdir: start from nothing
     # -- the repository and the inventory at the clean run ----------------------------------------
     started = time.perf_counter()
@@ -474,7 +478,8 @@ def _run(objects: int, range_entries: int, workdir: Path) -> int:
     summary = optimized.summary
     mode = summary.get("run_mode", "?")
     print(f"optimized run ({mode:>9})    {optimized.seconds:>12.1f} s   peak RSS {optimized.process.peak_rss_mb:.0f} MB; "
-          f"{summary.get('newly_read_ranges')} of {summary.get('listed_ranges')} ranges read, "
+          f"{summary.get('ranges_read')} of {summary.get('listed_ranges')} ranges read ({summary.get('ranges_new')} new, "
+          f"{summary.get('ranges_crossed')} crossed), "
           f"{summary.get('from_previous_inventory') or 0:,d} from the previous uncommitted inventory, "
           f"{summary.get('created_since_previous_run') or 0:,d} written since")
     print(_phases(optimized))
@@ -491,6 +496,21 @@ def _run(objects: int, range_entries: int, workdir: Path) -> int:
     outside = marked_outside(workdir / "report-optimized", workdir / "report-clean-2")
     ok &= outside == 0 and mode == "optimized"
     print(f"  optimized marks outside the clean run's: {outside}  {'OK' if outside == 0 else 'NOT A SUBSET'}")
+    noop = run_uncommitted(snapshot2, manifest2, now2, state, workdir / "report-noop", clean=False)
+    noop_reads = noop.summary.get("ranges_read")
+    print(f"no-op run ({noop.summary.get('run_mode', '?'):>9})        {noop.seconds:>12.1f} s   peak RSS "
+          f"{noop.process.peak_rss_mb:.0f} MB; {noop_reads} ranges read ({noop.summary.get('ranges_new')} new, "
+          f"{noop.summary.get('ranges_crossed')} crossed)")
+    print(_phases(noop))
+    plain = plain_pyspark_run()
+    print(f"plain PySpark process        {plain.seconds:>12.1f} s")
+    share = incremental_share(optimized.seconds, clean2.seconds, noop.seconds)
+    print(f"(optimized - noop)/(clean - noop) {share:>7.1%}   (clean at the same moment; target <= 20%: "
+          f"{'met' if share <= 0.20 else 'NOT met'})")
+    print(f"noop / plain PySpark         {noop.seconds / plain.seconds:>12.2f} x  (target <= 1.5x: "
+          f"{'met' if noop.seconds / plain.seconds <= 1.5 else 'NOT met'}); no-op read {noop_reads} ranges "
+          f"(target 0: {'met' if noop_reads == 0 else 'NOT met'})")
+    ok &= noop.num_marked == clean2.num_marked
     print("results: " + ("OK" if ok else "MISMATCH (see above)"))
     return 0 if ok else 1
 

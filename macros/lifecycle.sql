@@ -53,3 +53,48 @@
         collect_set(prefix) as prefixes
     from {{ rule_contexts }}
 {%- endmacro %}
+
+{#- Every entry of `entries` (path, address, address_type, size_bytes, last_modified_at,
+    branch_contexts) whose path some rule prefix matches, judged now and at last_deleted. A
+    path no rule prefix matches can never be expired; (path, address) groups share the path, so
+    dropping those entries cannot hide a veto from a group that could still qualify. -#}
+{% macro lifecycle_judged_entries(entries, rule_list='rule_list', repository='repository') -%}
+    select
+        {{ physical_address(entries ~ '.address', entries ~ '.address_type', repository ~ '.storage_namespace_root') }}
+            as physical_address,
+        {{ entries }}.path,
+        {{ entries }}.address,
+        {{ entries }}.address_type,
+        {{ entries }}.size_bytes,
+        {{ entries }}.last_modified_at,
+        {{ entries }}.branch_contexts,
+        {{ lifecycle_expired_everywhere(entries ~ '.path', entries ~ '.last_modified_at', entries ~ '.branch_contexts', rule_list ~ '.rules') }}
+            as is_expired_now,
+        {{ lifecycle_expired_everywhere(entries ~ '.path', entries ~ '.last_modified_at', entries ~ '.branch_contexts', rule_list ~ '.rules', 'last_deleted') }}
+            as was_expired_last_run,
+        {{ lifecycle_matched_rules(entries ~ '.path', entries ~ '.last_modified_at', entries ~ '.branch_contexts', rule_list ~ '.rules') }}
+            as matched
+    from {{ entries }}
+    cross join {{ rule_list }}
+    cross join {{ repository }}
+    where exists({{ rule_list }}.prefixes, prefix -> startswith({{ entries }}.path, prefix))
+{%- endmacro %}
+
+{#- One row per (path, physical address) of `judged` (lifecycle_judged_entries rows, or groups
+    of them: the aggregates combine, so groups of two entry sets can be merged by the same
+    select). -#}
+{% macro lifecycle_entry_groups(judged) -%}
+    select
+        path,
+        physical_address,
+        min(address) as address,
+        min_by(address_type, address) as address_type,
+        max(size_bytes) as size_bytes,
+        max(last_modified_at) as last_modified_at,
+        bool_and(is_expired_now) as is_expired_now,
+        bool_and(was_expired_last_run) as was_expired_last_run,
+        array_distinct(flatten(collect_list(matched))) as matched,
+        array_sort(array_distinct(flatten(collect_list(branch_contexts)))) as branch_contexts
+    from {{ judged }}
+    group by path, physical_address
+{%- endmacro %}

@@ -90,6 +90,30 @@ def test_dry_run_marks_exactly_what_the_oracle_marks_then_sweep_deletes_only_tha
     assert swept["num_deleted"] == len(expected) and swept["num_failed"] == 0
 
 
+def test_rerun_with_the_same_inputs_reuses_the_mark_and_a_changed_active_set_does_not(
+    spark, tmp_path: Path, sample: SampleRepository
+) -> None:
+    """A no-op run (same snapshot, rules and clock on the same state dir) reuses the earlier mark
+    and says from which run; a clock that changes the set of active commits computes afresh."""
+    state = tmp_path / "state"
+    now = rfc3339(sample.end + timedelta(days=1))
+    assert run_gc(sample, state, tmp_path / "first", "--now", now, "--dry-run") == 0
+    assert run_gc(sample, state, tmp_path / "again", "--now", now, "--dry-run") == 0
+    first = json.loads((tmp_path / "first" / "summary.json").read_text())
+    again = json.loads((tmp_path / "again" / "summary.json").read_text())
+    assert first["mark_reused_from_run_id"] is None
+    assert again["mark_reused_from_run_id"] == first["run_id"] and again["ranges_read"] == 0
+    key = lambda row: row["address"]  # noqa: E731
+    assert sorted(read_addresses(tmp_path / "again"), key=key) == sorted(read_addresses(tmp_path / "first"), key=key)
+    assert again["num_marked"] == first["num_marked"] and again["active_commits"] == first["active_commits"]
+
+    later = rfc3339(sample.end + timedelta(days=3650))
+    assert run_gc(sample, state, tmp_path / "later", "--now", later, "--dry-run") == 0
+    changed = json.loads((tmp_path / "later" / "summary.json").read_text())
+    assert changed["active_commits"] != first["active_commits"]
+    assert changed["mark_reused_from_run_id"] is None
+
+
 def test_without_rules_nothing_expires(spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path) -> None:
     report = tmp_path / "report"
     assert run_gc(sample, test_state_dir, report, "--now", rfc3339(sample.end + timedelta(days=3650)), "--dry-run", rules=None) == 0

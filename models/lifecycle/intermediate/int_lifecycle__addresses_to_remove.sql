@@ -1,9 +1,16 @@
 -- Step 4 of the design, second half: one row per (path, physical address) held by a range a
 -- potential commit lists, that the policy expires now in every branch context reaching it and
 -- that had not matched in the last deleting run (expired in every context at last_deleted).
--- Only ranges of potential commits are read; each entry is judged against the rules in one
--- pass (the rules travel with every task as one small array), then grouped by (path, address)
--- with the union of the branch contexts of every range holding it.
+-- Each entry is judged against the rules in one pass (the rules travel with every task as one
+-- small array), then grouped by (path, address) with the union of the branch contexts of
+-- every range holding it.
+--
+-- Only the ranges int_lifecycle__read_ranges reads are scanned in full: an entry of another
+-- potential range is expired now exactly when it was at last_deleted, so it is never newly
+-- expired itself. It can still take part in a group a read range makes newly expired (it may
+-- veto it, or add rules and contexts), so for the paths of those groups, and only for them,
+-- the entries of the other potential ranges are added before the groups are decided: the
+-- result is the one a scan of every potential range gives.
 
 with
 
@@ -19,9 +26,9 @@ ranges as (
 
 ),
 
-range_branches as (
+read_ranges as (
 
-    select * from {{ ref('int_lifecycle__range_branches') }}
+    select * from {{ ref('int_lifecycle__read_ranges') }}
 
 ),
 
@@ -37,17 +44,27 @@ rule_list as (
 
 ),
 
-potential_ranges as (
+scanned_ranges as (
 
     select
         range_id,
         branch_contexts
-    from range_branches
-    where is_potential
+    from read_ranges
+    where is_read
 
 ),
 
-potential_entries as (
+skipped_ranges as (
+
+    select
+        range_id,
+        branch_contexts
+    from read_ranges
+    where not is_read
+
+),
+
+scanned_entries as (
 
     select
         ranges.path,
@@ -55,53 +72,68 @@ potential_entries as (
         ranges.address_type,
         ranges.size_bytes,
         ranges.last_modified_at,
-        potential_ranges.branch_contexts
+        scanned_ranges.branch_contexts
     from ranges
-    inner join potential_ranges on ranges.range_id = potential_ranges.range_id
+    inner join scanned_ranges on ranges.range_id = scanned_ranges.range_id
 
 ),
 
--- A path no rule prefix matches can never be expired; (path, address) groups share the path,
--- so dropping those entries here cannot hide a veto from a group that could still qualify.
-judged_entries as (
+judged_scanned_entries as (
+
+    {{ lifecycle_judged_entries('scanned_entries') }}
+
+),
+
+scanned_groups as (
+
+    {{ lifecycle_entry_groups('judged_scanned_entries') }}
+
+),
+
+candidate_paths as (
+
+    select distinct path
+    from scanned_groups
+    where is_expired_now and not was_expired_last_run
+
+),
+
+skipped_candidate_entries as (
 
     select
-        {{ physical_address('potential_entries.address', 'potential_entries.address_type', 'repository.storage_namespace_root') }}
-            as physical_address,
-        potential_entries.path,
-        potential_entries.address,
-        potential_entries.address_type,
-        potential_entries.size_bytes,
-        potential_entries.last_modified_at,
-        potential_entries.branch_contexts,
-        {{ lifecycle_expired_everywhere('potential_entries.path', 'potential_entries.last_modified_at', 'potential_entries.branch_contexts', 'rule_list.rules') }}
-            as is_expired_now,
-        {{ lifecycle_expired_everywhere('potential_entries.path', 'potential_entries.last_modified_at', 'potential_entries.branch_contexts', 'rule_list.rules', 'last_deleted') }}
-            as was_expired_last_run,
-        {{ lifecycle_matched_rules('potential_entries.path', 'potential_entries.last_modified_at', 'potential_entries.branch_contexts', 'rule_list.rules') }}
-            as matched
-    from potential_entries
-    cross join rule_list
-    cross join repository
-    where exists(rule_list.prefixes, prefix -> startswith(potential_entries.path, prefix))
+        ranges.path,
+        ranges.address,
+        ranges.address_type,
+        ranges.size_bytes,
+        ranges.last_modified_at,
+        skipped_ranges.branch_contexts
+    from ranges
+    inner join skipped_ranges on ranges.range_id = skipped_ranges.range_id
+    left semi join candidate_paths on ranges.path = candidate_paths.path
+
+),
+
+judged_skipped_entries as (
+
+    {{ lifecycle_judged_entries('skipped_candidate_entries') }}
+
+),
+
+candidate_groups as (
+
+    select scanned_groups.*
+    from scanned_groups
+    left semi join candidate_paths on scanned_groups.path = candidate_paths.path
+
+    union all
+
+    {{ lifecycle_entry_groups('judged_skipped_entries') }}
 
 ),
 
 grouped as (
 
-    select
-        path,
-        physical_address,
-        min(address) as address,
-        min_by(address_type, address) as address_type,
-        max(size_bytes) as size_bytes,
-        max(last_modified_at) as last_modified_at,
-        bool_and(is_expired_now) as is_expired_now,
-        bool_and(was_expired_last_run) as was_expired_last_run,
-        array_distinct(flatten(collect_list(matched))) as matched,
-        array_sort(array_distinct(flatten(collect_list(branch_contexts)))) as branch_contexts
-    from judged_entries
-    group by path, physical_address
+    {{ lifecycle_entry_groups('candidate_groups') }}
 
 ),
 

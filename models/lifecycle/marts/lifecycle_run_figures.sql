@@ -1,5 +1,6 @@
 -- One row per lifecycle run: what the run looked at (commits and ranges, how many were
--- potential), how many paths newly expired, how many addresses were kept for a surviving
+-- potential, how many of those were read: new, or with an age window that crossed a rule's
+-- threshold since the last deleting run), how many paths newly expired, how many addresses were kept for a surviving
 -- reference, and the run it continued from. The runner's summary and console line read it.
 
 with
@@ -13,6 +14,12 @@ potential_commits as (
 range_branches as (
 
     select * from {{ ref('int_lifecycle__range_branches') }}
+
+),
+
+read_ranges as (
+
+    select * from {{ ref('int_lifecycle__read_ranges') }}
 
 ),
 
@@ -52,6 +59,16 @@ range_figures as (
 
 ),
 
+read_figures as (
+
+    select
+        coalesce(sum(cast(is_new as int)), 0) as ranges_new,
+        coalesce(sum(cast(is_crossed and not is_new as int)), 0) as ranges_crossed,
+        coalesce(sum(cast(is_read as int)), 0) as ranges_read
+    from read_ranges
+
+),
+
 previous_run as (
 
     select max(last_deleted_run_id) as last_deleting_run_id
@@ -67,11 +84,15 @@ final as (
         commit_figures.potential_commits,
         range_figures.ranges,
         range_figures.potential_ranges,
+        read_figures.ranges_new,
+        read_figures.ranges_crossed,
+        read_figures.ranges_read,
         (select count(*) from addresses_to_remove) as paths_newly_expired,
         (select count(*) from deduplications) as addresses_kept_for_duplicates,
         previous_run.last_deleting_run_id
     from commit_figures
     cross join range_figures
+    cross join read_figures
     cross join previous_run
 
 )

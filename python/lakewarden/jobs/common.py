@@ -91,6 +91,8 @@ class JobContext:
     #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
     local_blockstore: str | None = None
     snapshot_dir: Path | None = None
+    #: the snapshot's files' fingerprint (lakewarden.snapshot_check): same files, same value
+    snapshot_fingerprint: str | None = None
 
     def report_fields(self) -> dict[str, str]:
         """Where the snapshot and the state dir are, for the summary: report.html and
@@ -155,6 +157,22 @@ class JobContext:
             from lakewarden.lakefs_answer import check_snapshot_holds_kept
 
             check_snapshot_holds_kept(self.spark, self.lakefs_kept, self.spark.table(f"{SNAPSHOT_SCHEMA}.commits"))
+
+    def keep_range_windows(self) -> int:
+        """Append the age windows this run computed (the ``new_range_windows`` mart) to the
+        ``range_windows`` state table, so no later run on this state dir scans those ranges
+        to learn them again. A range id names its content, so a kept window never goes stale;
+        keeping it even for a run that fails later is right. Returns how many were kept."""
+        from lakewarden.state_tables import append_frame
+
+        new = self.table("new_range_windows").cache()
+        try:
+            count = new.count()
+            if count:
+                append_frame(self.spark, self.state, "range_windows", new)
+            return count
+        finally:
+            new.unpersist()
 
     def build_models(self, selection: str, **variables: object) -> None:
         """``dbt build`` of a job's models with this run's variables, plus the singular safety
@@ -232,4 +250,5 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         lakefs_kept=lakefs_kept,
         local_blockstore=None if root is None else str(root),
         snapshot_dir=snapshot_dir,
+        snapshot_fingerprint=checked.fingerprint,
     )

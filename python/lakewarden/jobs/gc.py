@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 
 JOB = "gc-committed"
 MARK_MODELS = "+gc_marked_addresses +gc_commits"
+COMMITS_MODELS = "+gc_commits"
+MARKS = "committed_gc_marks"  # state table (lakewarden.state_tables), kept across runs
+MARKED_COLUMNS = ("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "example_path", "path_count")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -100,8 +103,23 @@ def mark_committed(
     try:
         context.check_lakefs_holds()
         write_rules_table(context, rules)
-        context.build_models(MARK_MODELS, retain_tags=retain_tags)
+        # the commits first (no range is read for them): when the snapshot, the models and the
+        # active set are those of an earlier mark on this state dir, that mark is the answer
+        context.build_models(COMMITS_MODELS, retain_tags=retain_tags)
         commits = context.table("gc_commits")
+        reused = find_reusable_mark(context, mark_identity(context, commits))
+        if reused is not None:
+            reused_run_id, location = reused
+            report.update(mark_reused_from_run_id=reused_run_id, ranges_read=0)
+            log.info("committed GC: same snapshot, models and active commits as run %s: its mark is reused", reused_run_id)
+        else:
+            # the whole mark with its safety tests (they need gc_commits in the same build); the
+            # identity recorded is the one of the commits this build computed
+            context.build_models(MARK_MODELS, retain_tags=retain_tags)
+            commits = context.table("gc_commits")
+            location = keep_mark(context, mark_identity(context, commits), context.table("gc_marked_addresses"))
+            report.update(mark_reused_from_run_id=None)
+        marked = context.spark.read.parquet(location)
         if context.lakefs_kept is not None:  # before any address is written: nothing to sweep
             from lakewarden.lakefs_answer import check_active_covers_kept
 
@@ -109,7 +127,6 @@ def mark_committed(
         counts = commits.agg(
             F.count("*").alias("commits"), F.sum(F.col("is_active").cast("int")).alias("active")
         ).first()
-        marked = context.table("gc_marked_addresses")
         totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
         report.write_addresses(
             marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "example_path", "path_count")
@@ -143,6 +160,94 @@ def mark_committed(
         raise
 
 
+@dataclass(frozen=True)
+class MarkIdentity:
+    """Everything a committed GC mark is a function of. The marked set depends only on the
+    snapshot (ranges, staged entries, namespace), the models that compute it, and which commits
+    are active (rules, --now and --retain-tags act through that set alone). Equal identities
+    therefore give equal marks; any doubt (no fingerprint) means no identity, and a fresh mark."""
+
+    storage_namespace: str
+    snapshot_fingerprint: str
+    project_fingerprint: str
+    active_commits_digest: str
+
+
+def mark_identity(context: JobContext, commits) -> MarkIdentity | None:
+    from pyspark.sql import functions as F
+
+    from lakewarden.jobs.common import namespace_key
+    from lakewarden.project import project_dir, project_fingerprint
+
+    if not context.snapshot_fingerprint:
+        return None
+    row = (
+        commits.where(F.col("is_active"))
+        .agg(
+            F.count("*").alias("n"),
+            F.sha2(F.concat_ws(",", F.array_sort(F.collect_list("commit_id"))), 256).alias("digest"),
+        )
+        .first()
+    )
+    return MarkIdentity(
+        storage_namespace=namespace_key(context.storage_namespace),
+        snapshot_fingerprint=context.snapshot_fingerprint,
+        project_fingerprint=project_fingerprint(project_dir()),
+        active_commits_digest=f"{row['n']}:{row['digest']}",
+    )
+
+
+def find_reusable_mark(context: JobContext, identity: MarkIdentity | None) -> tuple[str, str] | None:
+    """The newest earlier mark on this state dir with the same identity whose rows are still
+    there (their ``_SUCCESS`` file: a mark written whole), as (run id, location); else None."""
+    from pyspark.sql import functions as F
+
+    from lakewarden.state_tables import qualified, register_state_tables
+
+    if identity is None:
+        return None
+    register_state_tables(context.spark, context.state)
+    rows = (
+        context.spark.table(qualified(MARKS))
+        .where(
+            (F.col("storage_namespace") == identity.storage_namespace)
+            & (F.col("snapshot_fingerprint") == identity.snapshot_fingerprint)
+            & (F.col("project_fingerprint") == identity.project_fingerprint)
+            & (F.col("active_commits_digest") == identity.active_commits_digest)
+        )
+        .orderBy(F.col("finished_at").desc(), F.col("run_id").desc())
+        .collect()
+    )
+    for row in rows:
+        if (Path(row["marked_location"]) / "_SUCCESS").is_file():
+            return row["run_id"], row["marked_location"]
+    return None
+
+
+def keep_mark(context: JobContext, identity: MarkIdentity | None, marked) -> str:
+    """Write this run's marked rows under ``STATE/retention/gc/marks/<run_id>`` and record them
+    with their identity, so a later run with the same inputs can reuse them. Returns the
+    location (the report reads the rows back from it: one computation of the mark)."""
+    from datetime import datetime, timezone
+
+    from lakewarden.state_tables import append_rows
+
+    location = context.state / "retention" / "gc" / "marks" / context.run_id
+    marked.select(*MARKED_COLUMNS).write.mode("overwrite").parquet(str(location))
+    if identity is not None:
+        num_marked = context.spark.read.parquet(str(location)).count()
+        append_rows(
+            context.spark,
+            context.state,
+            MARKS,
+            [(
+                context.run_id, identity.storage_namespace, identity.snapshot_fingerprint, identity.project_fingerprint,
+                identity.active_commits_digest, str(location), num_marked, datetime.now(timezone.utc),
+            )],
+        )
+    return str(location)
+
+
 def write_lakefs_outputs(context: JobContext, commits, marked) -> None:
     """lakeFS-style outputs under ``<ns>/_lakefs/retention/gc/``: the commits' expiry
     (``commits/run_id=<id>/commits.csv``) and the marked addresses (``addresses/mark_id=<id>/``,
@@ -168,4 +273,6 @@ def describe_result(result: CommittedGcResult) -> list[str]:
         f"committed GC {mode} {summary['run_id']} at {summary['now']}: "
         f"{result.commits} commits, {result.active_commits} active, {result.expired_commits} expired; "
         f"{result.num_marked} addresses marked ({result.bytes_marked} bytes)"
+        + (f"; mark reused from run {summary['mark_reused_from_run_id']} (same snapshot, models and active commits)"
+           if summary.get("mark_reused_from_run_id") else "")
     ]

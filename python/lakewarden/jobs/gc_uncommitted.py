@@ -296,7 +296,13 @@ def mark_uncommitted(
         last_commit_at = from_spark(run["last_commit_created_at"])
         bound = min(context.now, observed_at)
         cutoff = max(bound, last_commit_at + STORAGE_CLOCK_SKEW) if last_commit_at is not None else bound
+        # the same read counts as lifecycle's summary: here every range read is one the
+        # previous run had not read (new); no rule judges entries by age, so none is "crossed"
+        read = int(run["newly_read_ranges"] or 0)
         run.update(
+            ranges_new=read,
+            ranges_crossed=0,
+            ranges_read=read,
             run_at=rfc3339(context.now),
             last_commit_created_at=rfc3339(last_commit_at) if last_commit_at else None,
             storage_observed_at=rfc3339(observed_at),

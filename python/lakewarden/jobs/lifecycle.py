@@ -38,7 +38,7 @@ from lakewarden.timestamps import from_spark
 log = logging.getLogger(__name__)
 
 JOB = "lifecycle"
-MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures"
+MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows"
 RULES_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_policy_rules"
 EVENTS = "lifecycle_run_events"  # state tables (lakewarden.state_tables), kept across runs
 POLICY_HISTORY = "lifecycle_policy_history"
@@ -216,6 +216,7 @@ def mark_lifecycle(
         context.build_models(MARK_MODELS, lifecycle_potential_commits=potential_mode, lifecycle_full=full)
         record_policy(context)
         figures = _figures(context)
+        figures["range_windows_computed"] = context.keep_range_windows()
         marked = context.table("lifecycle_marked_addresses")
         totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
         num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
@@ -263,6 +264,9 @@ def _figures(context: JobContext) -> dict[str, Any]:
         "potential_commits": int(figures.get("potential_commits") or 0),
         "ranges": int(figures.get("ranges") or 0),
         "potential_ranges": int(figures.get("potential_ranges") or 0),
+        "ranges_new": int(figures.get("ranges_new") or 0),
+        "ranges_crossed": int(figures.get("ranges_crossed") or 0),
+        "ranges_read": int(figures.get("ranges_read") or 0),
         "paths_newly_expired": int(figures.get("paths_newly_expired") or 0),
         "addresses_kept_for_duplicates": int(figures.get("addresses_kept_for_duplicates") or 0),
         "last_deleting_run_id": figures.get("last_deleting_run_id"),
@@ -320,7 +324,8 @@ def describe_result(result: LifecycleResult) -> list[str]:
     return [
         f"lifecycle {mode} {summary['run_id']} at {summary['now']} ({summary['potential_mode']} mode, {since}): "
         f"{figures['potential_commits']} of {figures['commits']} commits potential, "
-        f"{figures['potential_ranges']} of {figures['ranges']} ranges read; "
+        f"{figures['potential_ranges']} of {figures['ranges']} ranges potential, {figures['ranges_read']} read "
+        f"({figures['ranges_new']} new, {figures['ranges_crossed']} crossed a rule's threshold); "
         f"{figures['paths_newly_expired']} paths newly expired, {figures['addresses_kept_for_duplicates']} addresses "
         f"kept for a surviving reference; {result.num_marked} addresses marked ({result.bytes_marked} bytes)"
     ]

@@ -1,0 +1,88 @@
+-- One row per range some metarange lists: the range's age window (oldest and newest entry
+-- last_modified) and entry count. A range's entries never change in lakeFS (its id names its
+-- content, and its file under the namespace is never rewritten), so a window computed once
+-- holds forever: windows an earlier run kept for this namespace (stg_lakewarden__range_windows) are taken as
+-- they are, and only ranges without one are scanned here (is_new). The runner appends the new
+-- windows to the state table (new_range_windows), so a later run on the same snapshot scans none.
+
+with
+
+repository as (
+
+    select * from {{ ref('stg_lakefs__repository') }}
+
+),
+
+metaranges as (
+
+    select * from {{ ref('stg_lakefs__metaranges') }}
+
+),
+
+ranges as (
+
+    select * from {{ ref('stg_lakefs__ranges') }}
+
+),
+
+all_kept_windows as (
+
+    select * from {{ ref('stg_lakewarden__range_windows') }}
+
+),
+
+-- a range id names a file under its repository's namespace: windows of other namespaces
+-- kept on the same state dir say nothing about this repository's ranges
+kept_windows as (
+
+    select all_kept_windows.*
+    from all_kept_windows
+    inner join repository on all_kept_windows.storage_namespace = repository.storage_namespace_root
+
+),
+
+listed_ranges as (
+
+    select distinct range_id
+    from metaranges
+    where range_id is not null
+
+),
+
+unknown_ranges as (
+
+    select listed_ranges.range_id
+    from listed_ranges
+    left anti join kept_windows on listed_ranges.range_id = kept_windows.range_id
+
+),
+
+computed_windows as (
+
+    select
+        ranges.range_id,
+        min(ranges.last_modified_at) as min_last_modified_at,
+        max(ranges.last_modified_at) as max_last_modified_at,
+        count(*) as entry_count
+    from ranges
+    left semi join unknown_ranges on ranges.range_id = unknown_ranges.range_id
+    group by ranges.range_id
+
+),
+
+final as (
+
+    select
+        listed_ranges.range_id,
+        coalesce(kept_windows.min_last_modified_at, computed_windows.min_last_modified_at) as min_last_modified_at,
+        coalesce(kept_windows.max_last_modified_at, computed_windows.max_last_modified_at) as max_last_modified_at,
+        coalesce(kept_windows.entry_count, computed_windows.entry_count, 0) as entry_count,
+        kept_windows.range_id is null as is_new,
+        computed_windows.range_id is not null as is_computed
+    from listed_ranges
+    left join kept_windows on listed_ranges.range_id = kept_windows.range_id
+    left join computed_windows on listed_ranges.range_id = computed_windows.range_id
+
+)
+
+select * from final
