@@ -22,7 +22,13 @@ with state_lock({state!r}, "holding for the test"):
 
 
 def test_the_state_tables_are_the_sources_marked_state_table() -> None:
-    assert set(state_table_names()) == {"lifecycle_run_events", "lifecycle_policy_history", "uncommitted_gc_runs"}
+    assert set(state_table_names()) == {
+        "lifecycle_run_events",
+        "lifecycle_policy_history",
+        "uncommitted_gc_runs",
+        "range_windows",
+        "committed_gc_marks",
+    }
 
 
 def test_a_second_writer_stops_at_once_naming_the_holder(tmp_path: Path) -> None:
