@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from lakewarden.deleters.base import DeleteOutcome, Deleter
-from lakewarden.deleters.throttle import DELETED, FAILED, RETRY, BatchFailed, BatchThrottled, Throttle, Verdict, delete_with_retries
+from lakewarden.deleters.base import DeleteOutcome
+from lakewarden.deleters.throttle import DELETED, FAILED, RETRY, BatchedDeleter, BatchFailed, BatchThrottled, Verdict, delete_with_retries
 from lakewarden.stores.azure import azure_location, container_client
 from lakewarden.stores.options import StoreOptions
 
@@ -23,7 +23,7 @@ AZURE_MAX_BATCH = 256
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 
-class AzureDeleter(Deleter):
+class AzureDeleter(BatchedDeleter):
     """Deletes ``https://ACCOUNT.blob.core.windows.net/CONTAINER/...`` URIs of one namespace.
 
     Options: :class:`~lakewarden.stores.options.StoreOptions` fields as keywords
@@ -45,21 +45,17 @@ class AzureDeleter(Deleter):
         **options: Any,
     ):
         super().__init__(storage_namespace)
-        if not 1 <= max_batch <= AZURE_MAX_BATCH:
-            raise ValueError(f"max_batch must be within 1..{AZURE_MAX_BATCH}, got {max_batch}")
         self.location = azure_location(storage_namespace)
-        self.max_batch = max_batch
-        self.max_concurrency = max(1, int(max_concurrency))
-        self.max_attempts = max(1, int(max_attempts))
-        self.throttle = Throttle(self.max_concurrency, base_delay=base_delay, max_delay=max_delay, sleep=sleep)
+        self._set_up_batches(
+            AZURE_MAX_BATCH,
+            max_batch=max_batch,
+            max_concurrency=max_concurrency,
+            max_attempts=max_attempts,
+            base_delay=base_delay,
+            max_delay=max_delay,
+            sleep=sleep,
+        )
         self._options = StoreOptions.from_deleter_options(options)
-        self._client: Any = None
-        self.requests = 0
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_client"] = None
-        return state
 
     @property
     def client(self) -> Any:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from lakewarden.deleters.base import DeleteOutcome, Deleter
-from lakewarden.deleters.throttle import DELETED, FAILED, RETRY, BatchFailed, BatchThrottled, Throttle, Verdict, delete_with_retries
+from lakewarden.deleters.base import DeleteOutcome
+from lakewarden.deleters.throttle import DELETED, FAILED, RETRY, BatchedDeleter, BatchFailed, BatchThrottled, Verdict, delete_with_retries
 from lakewarden.stores.gcs import gcs_client, gcs_location
 from lakewarden.stores.options import StoreOptions
 
@@ -22,7 +22,7 @@ GCS_MAX_BATCH = 100
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 
-class GcsDeleter(Deleter):
+class GcsDeleter(BatchedDeleter):
     """Deletes ``gs://BUCKET/...`` URIs of one namespace.
 
     Options: :class:`~lakewarden.stores.options.StoreOptions` fields as keywords
@@ -43,21 +43,17 @@ class GcsDeleter(Deleter):
         **options: Any,
     ):
         super().__init__(storage_namespace)
-        if not 1 <= max_batch <= GCS_MAX_BATCH:
-            raise ValueError(f"max_batch must be within 1..{GCS_MAX_BATCH}, got {max_batch}")
         self.bucket_name = gcs_location(storage_namespace)[0]
-        self.max_batch = max_batch
-        self.max_concurrency = max(1, int(max_concurrency))
-        self.max_attempts = max(1, int(max_attempts))
-        self.throttle = Throttle(self.max_concurrency, base_delay=base_delay, max_delay=max_delay, sleep=sleep)
+        self._set_up_batches(
+            GCS_MAX_BATCH,
+            max_batch=max_batch,
+            max_concurrency=max_concurrency,
+            max_attempts=max_attempts,
+            base_delay=base_delay,
+            max_delay=max_delay,
+            sleep=sleep,
+        )
         self._options = StoreOptions.from_deleter_options(options)
-        self._client: Any = None
-        self.requests = 0
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_client"] = None
-        return state
 
     @property
     def client(self) -> Any:

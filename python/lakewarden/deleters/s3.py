@@ -22,8 +22,8 @@ import logging
 import time
 from typing import Any, Callable, Sequence
 
-from lakewarden.deleters.base import DeleteOutcome, Deleter
-from lakewarden.deleters.throttle import BatchFailed, BatchThrottled, Throttle, Verdict, delete_with_retries
+from lakewarden.deleters.base import DeleteOutcome
+from lakewarden.deleters.throttle import BatchedDeleter, BatchFailed, BatchThrottled, Verdict, delete_with_retries
 from lakewarden.s3client import s3_client
 from lakewarden.safety import parse_uri
 
@@ -75,7 +75,7 @@ def _error_code(exc: BaseException) -> tuple[str, str]:
     return "connection", f"{type(exc).__name__}: {exc}"
 
 
-class S3Deleter(Deleter):
+class S3Deleter(BatchedDeleter):
     """Deletes ``s3://bucket/key`` URIs of one namespace via DeleteObjects.
 
     Options: ``endpoint_url``, ``region_name``, ``aws_access_key_id``, ``aws_secret_access_key``,
@@ -100,25 +100,18 @@ class S3Deleter(Deleter):
         parsed = parse_uri(storage_namespace)
         if parsed.scheme != "s3":
             raise ValueError(f"S3Deleter needs an s3:// namespace, got {storage_namespace!r}")
-        if not 1 <= max_batch <= S3_MAX_BATCH:
-            raise ValueError(f"max_batch must be within 1..{S3_MAX_BATCH}, got {max_batch}")
         self.bucket = parsed.authority
-        self.max_batch = max_batch
-        self.max_concurrency = max(1, int(max_concurrency))
-        self.max_attempts = max(1, int(max_attempts))
-        self.base_delay = base_delay
-        self.max_delay = max_delay
-        self._sleep = sleep
-        self.throttle = Throttle(self.max_concurrency, base_delay=base_delay, max_delay=max_delay, sleep=sleep)
+        self._set_up_batches(
+            S3_MAX_BATCH,
+            max_batch=max_batch,
+            max_concurrency=max_concurrency,
+            max_attempts=max_attempts,
+            base_delay=base_delay,
+            max_delay=max_delay,
+            sleep=sleep,
+        )
         # the other stores' options (StoreOptions.deleter_options carries them all) are not boto3's
         self._client_options = {k: v for k, v in client_options.items() if v is not None and k not in OTHER_STORES_OPTIONS}
-        self._client: Any = None
-        self.requests = 0  # DeleteObjects/DeleteObject calls made, for benchmarks and tests
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_client"] = None
-        return state
 
     @property
     def client(self) -> Any:

@@ -18,7 +18,9 @@ import contextlib
 import random
 import threading
 import time
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from lakewarden.deleters.base import Deleter
 
 __all__ = ["BatchFailed", "BatchThrottled", "Throttle", "Verdict", "delete_with_retries"]
 
@@ -155,3 +157,40 @@ def delete_with_retries(
     for key in pending:
         results[key] = (FAILED, f"gave up after {max_attempts} attempts: {last_reason}")
     return results
+
+
+class BatchedDeleter(Deleter):
+    """What every cloud deleter sets up alike: a batch size within the store's limit, batches in
+    flight under one :class:`Throttle`, a bound on attempts, a request counter, and a client made
+    lazily in the process that deletes (never pickled into a Spark task)."""
+
+    _client: Any
+
+    def _set_up_batches(
+        self,
+        store_limit: int,
+        *,
+        max_batch: int,
+        max_concurrency: int,
+        max_attempts: int,
+        base_delay: float,
+        max_delay: float,
+        sleep: Callable[[float], None],
+    ) -> None:
+        if not 1 <= max_batch <= store_limit:
+            raise ValueError(f"max_batch must be within 1..{store_limit}, got {max_batch}")
+        self.max_batch = max_batch
+        self.max_concurrency = max(1, int(max_concurrency))
+        self.max_attempts = max(1, int(max_attempts))
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self._sleep = sleep
+        self.throttle = Throttle(self.max_concurrency, base_delay=base_delay, max_delay=max_delay, sleep=sleep)
+        self._client = None
+        self.requests = 0  # delete requests made, for benchmarks and tests
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_client"] = None
+        return state
+
