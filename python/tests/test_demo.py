@@ -37,10 +37,11 @@ def test_demo_runs_every_job_and_deletes_what_it_reports(spark, test_state_dir: 
     pages = [line.strip() for line in out.splitlines()[out.splitlines().index("reports:") + 1 :]]
     assert pages == [str(reports / job / "report.html") for job in JOBS]
     assert all(Path(page).is_file() for page in pages)
-    assert "Running with dbt" in (test_state_dir / "logs" / "dbt.log").read_text()  # dbt's lines went to the log
+    dbt_log = test_state_dir / "logs" / "dbt.log"  # dbt runs only to compile a selection not cached yet
+    assert not dbt_log.exists() or "Running with dbt" not in out
     # one progress line per build (stderr is no TTY): committed GC builds its commit models first
     # (to find out whether an earlier mark can be reused), then the mark; the other jobs once each
-    assert captured.err.count("lakewarden: dbt build") == 4
+    assert captured.err.count("lakewarden: models ") == 4
     for job in JOBS:
         summary = json.loads((reports / job / "summary.json").read_text())
         assert summary["job"] == job and summary["dry_run"] is True

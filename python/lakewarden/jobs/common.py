@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
@@ -21,6 +21,7 @@ from lakewarden.timestamps import parse_rfc3339, rfc3339
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
+    from lakewarden.compiled_models import BuildResult, ModelRunner
     from lakewarden.report import Report
     from lakewarden.snapshot import LoadedSnapshot
 
@@ -93,6 +94,8 @@ class JobContext:
     snapshot_dir: Path | None = None
     #: the snapshot's files' fingerprint (lakewarden.snapshot_check): same files, same value
     snapshot_fingerprint: str | None = None
+    #: executes the compiled models; remembers what this run built (lakewarden.compiled_models)
+    models: "ModelRunner | None" = None
 
     def report_fields(self) -> dict[str, str]:
         """Where the snapshot and the state dir are, for the summary: report.html and
@@ -147,7 +150,13 @@ class JobContext:
         return self.spark.table(f"{MODEL_SCHEMA}.{name}")
 
     def branch_ids(self) -> list[str]:
-        """The snapshot's branch names (a rule naming another branch is worth a warning)."""
+        """The snapshot's branch names (a rule naming another branch is worth a warning), read
+        with pyarrow from the checked snapshot's Parquet: a few names need no Spark job."""
+        files = self.snapshot.table_files
+        if "branches" in files:
+            import pyarrow.parquet as pq
+
+            return [str(name) for name in pq.read_table(files["branches"], columns=["branch_id"]).column("branch_id").to_pylist()]
         return [row[0] for row in self.spark.table(f"{SNAPSHOT_SCHEMA}.branches").select("branch_id").collect()]
 
     def check_lakefs_holds(self) -> None:
@@ -174,17 +183,25 @@ class JobContext:
         finally:
             new.unpersist()
 
-    def build_models(self, selection: str, **variables: object) -> None:
-        """``dbt build`` of a job's models with this run's variables, plus the singular safety
-        tests whose parents are all among them (cautious selection: another job's safety test
-        never runs on this job's partial build). Generic and unit tests run in CI's full build."""
-        from lakewarden.project import run_dbt
+    def build_models(self, selection: str, *, locations: "Mapping[str, Path] | None" = None, **variables: object) -> "BuildResult":
+        """Build a job's models with this run's variables, plus the singular safety tests whose
+        parents are all among them (cautious selection: another job's safety test never runs on
+        this job's partial build): dbt compiles them, lakewarden.compiled_models executes them
+        on this session. Generic and unit tests run in CI's full ``dbt build``. A node an
+        earlier build of this run executed with the same compiled code is not executed again."""
+        from lakewarden.compiled_models import ModelRunner, compile_selection
+        from lakewarden.project import SENT
 
-        run_dbt(
-            ["build", "--select", selection, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
-            state=self.state,
-            variables=self.dbt_vars(**variables),
+        if self.models is None:
+            self.models = ModelRunner(self.spark)
+        nodes = compile_selection(selection, state=self.state, variables=self.dbt_vars(**variables))
+        result = self.models.build(nodes, label=selection, locations=locations)
+        SENT["queries"] += result.statements
+        log.info(
+            "models %s: %d executed, %d already built, %d statements in %.1fs",
+            selection, len(result.executed), len(result.reused), result.statements, result.seconds,
         )
+        return result
 
 
 def resolve_snapshot(args: argparse.Namespace, state: Path) -> Path:
@@ -216,14 +233,14 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
     """Validate the clock and the snapshot, then point the source tables at the snapshot.
 
     The JVM boots on a background thread (~6 s) while this thread checks the snapshot (pyarrow,
-    no Spark job), imports dbt and loads its manifest: a run pays the longest of them, not
-    their sum. A bad snapshot exits 2 without waiting for the JVM."""
+    no Spark job): a run pays the longer of the two, not their sum. dbt itself is imported only
+    when a selection has no cached compilation (lakewarden.compiled_models). A bad snapshot
+    exits 2 without waiting for the JVM."""
     now = parse_now(args.now, dry_run=args.dry_run)
     state = state_dir(args.state)
     starter = SparkStarter(state)
     snapshot_dir = resolve_snapshot(args, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark is needed
-    from lakewarden.project import warm_up
     from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it
     from lakewarden.snapshot_check import check_snapshot
 
@@ -236,7 +253,6 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
             source=str(commits_table_path(snapshot_dir)),
             field="--now",
         )
-    warm_up(state)
     spark = starter.session()
     snapshot = register_snapshot(spark, checked, schema=SNAPSHOT_SCHEMA)
     return JobContext(

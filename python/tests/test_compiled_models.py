@@ -1,0 +1,176 @@
+"""The runner executes dbt's compiled models itself (lakewarden.compiled_models): it must do
+what ``dbt build`` does for every model of the project, and a cached compilation with the run's
+values put in must equal dbt's compilation of those values."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakewarden.compiled_models import (
+    RUN_VALUE_STANDINS,
+    SUPPORTED_MATERIALIZATIONS,
+    UNSUPPORTED_CONFIG,
+    CompiledNode,
+    ModelFailed,
+    ModelRunner,
+    _compiled,
+    _in_dependency_order,
+    compile_selection,
+)
+from lakewarden.project import compile_nodes, dbt_location, parsed_manifest
+
+
+def test_every_project_model_is_one_the_runner_executes_as_dbt_does(test_state_dir):
+    manifest = parsed_manifest(dbt_location(test_state_dir))
+    models = [node for node in manifest.nodes.values() if node.resource_type == "model"]
+    assert len(models) > 30
+    for node in models:
+        config = node.config.to_dict()
+        assert config["materialized"] in SUPPORTED_MATERIALIZATIONS, node.name
+        for key in UNSUPPORTED_CONFIG:
+            assert not config.get(key), f"{node.name}: {key}"
+        if str(node.language) in ("python", "ModelLanguage.python"):
+            assert config["materialized"] == "table", node.name
+
+
+JOB_SELECTIONS = [
+    ("+gc_marked_addresses +gc_commits", {"retain_tags": True}),
+    ("+gc_marked_addresses +gc_commits", {"retain_tags": False}),
+    ("+uncommitted_gc_run +uncommitted_gc_read_ranges", {"uncommitted_gc_mode": "clean", "uncommitted_gc_min_age_seconds": 3600}),
+    (
+        "+uncommitted_gc_run +uncommitted_gc_read_ranges",
+        {
+            "uncommitted_gc_mode": "optimized",
+            "uncommitted_gc_min_age_seconds": 86400,
+            "uncommitted_gc_storage_cutoff": "2026-03-01T00:00:00.000000Z",
+            "uncommitted_gc_previous_last_commit_at": "2026-02-28T12:00:00.000000Z",
+        },
+    ),
+    (
+        "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows",
+        {"lifecycle_potential_commits": "complete", "lifecycle_full": False},
+    ),
+]
+
+
+@pytest.mark.parametrize("selection,extra", JOB_SELECTIONS)
+def test_cached_compilation_with_run_values_equals_dbts_compilation(test_state_dir, selection, extra):
+    variables = {
+        "now": "2026-03-04T05:06:07.000000Z",
+        "run_id": "gc-committed-20260304T050607Z-abc123",
+        "snapshot_schema": "lakewarden_snapshot",
+        "lakewarden_runner": True,
+        **extra,
+    }
+    through_cache = {n.unique_id: n for n in compile_selection(selection, state=test_state_dir, variables=variables)}
+    direct = compile_nodes(
+        ["--select", selection, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
+        state=test_state_dir,
+        variables=variables,
+    )
+    assert {node.unique_id for node in direct} == set(through_cache)
+    for node in direct:
+        assert through_cache[node.unique_id].code == node.compiled_code, node.name
+        for standin in RUN_VALUE_STANDINS.values():
+            assert standin not in through_cache[node.unique_id].code
+    # a second call is served from the cache, with another run's values put in
+    again = compile_selection(selection, state=test_state_dir, variables={**variables, "run_id": "other-run"})
+    assert any("other-run" in node.code for node in again) == any(variables["run_id"] in (n.compiled_code or "") for n in direct)
+
+
+def _node(name, code, *, kind="model", materialized="view", language="sql", depends_on=(), **config):
+    return CompiledNode(
+        unique_id=f"{kind}.t.{name}",
+        name=name,
+        resource_type=kind,
+        language=language,
+        materialized=materialized,
+        relation=f"runner_test.{name}" if kind == "model" else None,
+        code=code,
+        depends_on=tuple(depends_on),
+        config={"materialized": materialized, **config},
+    )
+
+
+PYTHON_MODEL = '''
+def model(dbt, session):
+    frame = dbt.ref("numbers")
+    return frame.selectExpr("n * 10 as n")
+
+
+class dbtObj:
+    def __init__(self, load_df_function):
+        self.ref = lambda name: load_df_function("runner_test." + name)
+'''
+
+
+def test_views_tables_python_models_and_tests_run_in_dependency_order(spark):
+    runner = ModelRunner(spark)
+    numbers = _node("numbers", "select id as n from range(5)", materialized="table", file_format="parquet")
+    evens = _node("evens", "select n from runner_test.numbers where n % 2 = 0", depends_on=[numbers.unique_id])
+    tens = _node("tens", PYTHON_MODEL, materialized="table", language="python", depends_on=[numbers.unique_id])
+    passing = _node("no_odd_evens", "select * from runner_test.evens where n % 2 = 1", kind="test", depends_on=[evens.unique_id])
+    ordered = _in_dependency_order([passing, tens, evens, numbers])
+    assert [n.name for n in ordered].index("numbers") < [n.name for n in ordered].index("evens")
+    result = runner.build(ordered)
+    assert set(result.executed) == {"numbers", "evens", "tens", "no_odd_evens"}
+    assert sorted(r.n for r in spark.table("runner_test.evens").collect()) == [0, 2, 4]
+    assert sorted(r.n for r in spark.table("runner_test.tens").collect()) == [0, 10, 20, 30, 40]
+    assert spark.catalog.getTable("runner_test.numbers").tableType != "VIEW"
+    assert spark.catalog.getTable("runner_test.evens").tableType == "VIEW"
+
+    # built again with the same code: nothing executed; with new code: that node again
+    again = runner.build(ordered)
+    assert again.executed == () and again.statements == 0
+    changed = _node("evens", "select n from runner_test.numbers where n % 2 = 0 and n > 0", depends_on=[numbers.unique_id])
+    third = runner.build([numbers, changed])
+    assert third.executed == ("evens",)
+    assert sorted(r.n for r in spark.table("runner_test.evens").collect()) == [2, 4]
+
+    # a view becoming a table (and back) replaces the relation of the other kind
+    as_table = _node("evens", "select n from runner_test.numbers where n = 4", materialized="table")
+    runner.build([as_table])
+    assert spark.catalog.getTable("runner_test.evens").tableType != "VIEW"
+    runner.build([_node("evens", "select 1 as n")])
+    assert spark.catalog.getTable("runner_test.evens").tableType == "VIEW"
+
+
+def test_a_failing_safety_test_fails_the_build_and_a_warning_one_does_not(spark):
+    runner = ModelRunner(spark)
+    rows = _node("rows3", "select id from range(3)")
+    failing = _node("finds_rows", "select * from runner_test.rows3", kind="test", depends_on=[rows.unique_id])
+    with pytest.raises(ModelFailed, match="test finds_rows failed: 3 rows"):
+        runner.build([rows, failing])
+    warning = _node("finds_rows_warn", "select * from runner_test.rows3", kind="test", severity="warn")
+    assert runner.build([rows, warning]).warnings == ("test finds_rows_warn: 3 rows",)
+    threshold = _node("finds_many", "select * from runner_test.rows3", kind="test", error_if="> 5", warn_if="> 5")
+    assert runner.build([rows, threshold]).warnings == ()
+
+
+def test_a_broken_model_is_one_line_naming_it(spark):
+    runner = ModelRunner(spark)
+    with pytest.raises(ModelFailed, match=r"^model broken failed: .*no_such_column") as caught:
+        runner.build([_node("broken", "select no_such_column from range(1)")])
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "node,message",
+    [
+        (_node("inc", "select 1", materialized="incremental"), "materialized=incremental"),
+        (_node("part", "select 1", materialized="table", partition_by=["x"]), "partition_by"),
+        (_node("py", "def model(dbt, s): pass", language="python"), "Python model must be materialized as a table"),
+    ],
+)
+def test_what_the_runner_would_execute_differently_is_refused(spark, node, message):
+    with pytest.raises(ModelFailed, match=message):
+        ModelRunner(spark).build([node])
+
+
+def test_compiled_node_keeps_what_the_runner_needs(test_state_dir):
+    manifest = parsed_manifest(dbt_location(test_state_dir))
+    node = next(n for n in manifest.nodes.values() if n.name == "gc_marked_addresses")
+    compiled = _compiled(node)
+    assert compiled.relation == "lakewarden.gc_marked_addresses"
+    assert compiled.materialized == "table" and compiled.resource_type == "model" and compiled.language == "sql"
+    assert "model.lakewarden.int_gc_committed__expired_entries" in compiled.depends_on
