@@ -13,9 +13,9 @@ import functools
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -60,6 +60,8 @@ class LoadedSnapshot:
     repository: Repository
     row_counts: dict[str, int]
     newest_commit_epoch: float | None
+    #: the Parquet each source table reads (the user's, or a JSONL table's conversion)
+    table_files: Mapping[str, Path] = field(default_factory=dict)
 
 
 @functools.cache
@@ -87,6 +89,52 @@ def source_ddl(source_name: str, table: str) -> str:
     return ", ".join(f"{name} {kind}" for name, kind in source_columns(source_name)[table])
 
 
+def register_rows(spark: "SparkSession", qualified: str, source_name: str, table: str, rows: Sequence[Sequence[Any]]) -> None:
+    """A small per-run input table (GC rules, a lifecycle policy) as a view of literal rows.
+
+    A view of ``VALUES`` is a catalog entry: no Spark job, where writing the rows as a Parquet
+    table cost a job and a JVM code path of its own (~1–2 s of a run). Columns and types are the
+    declared ones (models/sources.yml); each value is a literal cast to its column's type."""
+    columns = source_columns(source_name)[table]
+    names = ", ".join(f"`{name}`" for name, _ in columns)
+    if rows:
+        values = ",\n".join(
+            "(" + ", ".join(f"cast({sql_literal(value, kind)} as {kind})" for value, (_, kind) in zip(row, columns, strict=True)) + ")"
+            for row in rows
+        )
+        select_sql = f"select * from values\n{values}\nas rows ({names})"
+    else:
+        select_sql = "select " + ", ".join(f"cast(null as {kind}) as `{name}`" for name, kind in columns) + " where false"
+    if spark.catalog.tableExists(qualified) and spark.catalog.getTable(qualified).tableType != "VIEW":
+        spark.sql(f"drop table {qualified}")
+    spark.sql(f"create or replace view {qualified} as {select_sql}")
+
+
+def sql_literal(value: Any, kind: str) -> str:
+    """A Python value as a Spark SQL literal of the declared type (strings escaped)."""
+    from datetime import datetime
+
+    if value is None:
+        return "null"
+    if kind.startswith("map<"):
+        key_kind, value_kind = kind[4:-1].split(",", 1)
+        items = ", ".join(f"{sql_literal(k, key_kind)}, {sql_literal(v, value_kind)}" for k, v in dict(value).items())
+        return f"map({items})" if items else f"cast(map() as {kind})"
+    if kind.startswith("array<"):
+        inner = kind[6:-1]
+        items = ", ".join(sql_literal(v, inner) for v in value)
+        return f"array({items})" if items else f"cast(array() as {kind})"
+    if kind == "boolean":
+        return "true" if value else "false"
+    if kind in ("int", "bigint", "smallint", "tinyint"):
+        return str(int(value))
+    if kind == "double":
+        return repr(float(value))
+    if kind == "timestamp" and isinstance(value, datetime):
+        return f"timestamp {_sql_string(value.isoformat())}"
+    return _sql_string(str(value))
+
+
 _ARROW_TYPES = {
     "string": pa.string(),
     "array<string>": pa.list_(pa.string()),
@@ -95,6 +143,22 @@ _ARROW_TYPES = {
     "bigint": pa.int64(),
     "boolean": pa.bool_(),
 }
+
+
+def arrow_type(kind: str) -> pa.DataType:
+    """The Arrow type of a declared Spark SQL type (the types models/sources.yml uses), for
+    Python writers of Parquet that Spark reads back as declared."""
+    kind = kind.strip().lower()
+    if kind in _ARROW_TYPES:
+        return _ARROW_TYPES[kind]
+    if kind == "double":
+        return pa.float64()
+    if kind.startswith("array<") and kind.endswith(">"):
+        return pa.list_(arrow_type(kind[6:-1]))
+    if kind.startswith("map<") and kind.endswith(">"):
+        key, value = kind[4:-1].split(",", 1)
+        return pa.map_(arrow_type(key), arrow_type(value))
+    raise ValueError(f"no Arrow type for the Spark type {kind!r}")
 
 
 @functools.cache
@@ -217,10 +281,12 @@ def register_snapshot(spark: "SparkSession", checked: "CheckedSnapshot", *, sche
     was; views already pointing at these very files are left as they are.
     """
     declared = source_columns("lakefs")
+    files_schema = f"{schema}_files"
     spark.sql(f"create database if not exists {schema}")
+    spark.sql(f"create database if not exists {files_schema}")
     for name in SNAPSHOT_TABLES:
         table = checked.tables[name]
-        source = f"parquet.{_quote_path(table.data)}"
+        source = _files_table(spark, f"{files_schema}.{name}", table.data)
         select_sql = _select_sql(source, declared[name], list(table.columns))
         _replace_view(spark, f"{schema}.{name}", select_sql, identity=checked.fingerprint)
     repository = checked.repository
@@ -230,7 +296,85 @@ def register_snapshot(spark: "SparkSession", checked: "CheckedSnapshot", *, sche
     _replace_view(spark, f"{schema}.repository", repository_sql, identity=checked.fingerprint)
     counts = {**checked.row_counts, "repository": 1}
     log.info("snapshot %s read in place: %s", checked.snapshot_dir, ", ".join(f"{k}={v}" for k, v in counts.items()))
-    return LoadedSnapshot(repository=repository, row_counts=counts, newest_commit_epoch=checked.newest_commit_epoch)
+    return LoadedSnapshot(
+        repository=repository,
+        row_counts=counts,
+        newest_commit_epoch=checked.newest_commit_epoch,
+        table_files={name: checked.tables[name].data for name in SNAPSHOT_TABLES},
+    )
+
+
+def _files_table(spark: "SparkSession", qualified: str, data: Path) -> str:
+    """The relation a source view selects from: an external table over the Parquet where it is,
+    declared with the files' own schema (read from their footers with pyarrow).
+
+    Why not ``parquet.`path```: Spark infers such a path's schema with a Spark job each time a
+    query naming it is analysed, and every view over a view analyses it again: that was most
+    of a run's Spark jobs and about a second per model. A catalog table with a declared schema
+    is resolved from the catalog, with no job. Files whose schemas disagree, or a type this
+    mapping does not know, keep the path (Spark infers, as before)."""
+    ddl = _parquet_ddl(data)
+    if ddl is None:
+        return f"parquet.{_quote_path(data)}"
+    spark.sql(f"drop table if exists {qualified}")  # a catalog entry; the files stay
+    spark.sql(f"create table {qualified} ({ddl}) using parquet location {_sql_string(str(data))}")
+    return qualified
+
+
+def _parquet_ddl(data: Path) -> str | None:
+    """The Spark DDL of a Parquet file's or folder's columns, as Spark would infer it; None when
+    the files disagree or hold a type outside :func:`spark_type`."""
+    import pyarrow.parquet as pq
+
+    files = [data] if data.is_file() else sorted(
+        p for p in data.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))
+    )
+    if not files:
+        return None
+    schemas = set()
+    int96: set[str] = set()  # Spark's own legacy timestamps: Spark reads them as timestamp
+    for file in files:
+        metadata = pq.read_metadata(file)
+        schemas.add(metadata.schema.to_arrow_schema().remove_metadata())
+        int96 |= {column.path for column in metadata.schema if column.physical_type == "INT96"}
+    if len(schemas) != 1:
+        return None
+    (schema,) = schemas
+    columns = []
+    for arrow_field in schema:
+        kind = "timestamp" if arrow_field.name in int96 else spark_type(arrow_field.type)
+        if kind is None:
+            return None
+        columns.append(f"`{arrow_field.name.replace('`', '``')}` {kind}")
+    return ", ".join(columns) or None
+
+
+def spark_type(kind: pa.DataType) -> str | None:
+    """The Spark SQL type Spark's Parquet reader gives an Arrow type (timestamps with a time
+    zone are Spark timestamps, without one ``timestamp_ntz``); None for types not mapped here."""
+    simple = {
+        pa.string(): "string", pa.large_string(): "string", pa.int64(): "bigint", pa.int32(): "int",
+        pa.int16(): "smallint", pa.int8(): "tinyint", pa.bool_(): "boolean", pa.float64(): "double",
+        pa.float32(): "float", pa.date32(): "date", pa.binary(): "binary", pa.large_binary(): "binary",
+    }
+    if kind in simple:
+        return simple[kind]
+    if pa.types.is_timestamp(kind):
+        return "timestamp" if kind.tz is not None else "timestamp_ntz"
+    if pa.types.is_decimal(kind):
+        return f"decimal({kind.precision},{kind.scale})"
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        inner = spark_type(kind.value_type)
+        return None if inner is None else f"array<{inner}>"
+    if pa.types.is_map(kind):
+        key, value = spark_type(kind.key_type), spark_type(kind.item_type)
+        return None if key is None or value is None else f"map<{key},{value}>"
+    if pa.types.is_struct(kind):
+        fields = [(kind.field(i).name, spark_type(kind.field(i).type)) for i in range(kind.num_fields)]
+        if any(t is None for _, t in fields):
+            return None
+        return "struct<" + ",".join(f"`{n}`:{t}" for n, t in fields) + ">"
+    return None
 
 
 def _sql_string(value: str) -> str:
