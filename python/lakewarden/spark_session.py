@@ -53,7 +53,24 @@ def spark_conf(warehouse: Path) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.driver.memory": os.environ.get("LAKEWARDEN_DRIVER_MEMORY", "4g"),
         "spark.sql.legacy.createHiveTableByDefault": "false",
+        **extra_spark_conf(),
     }
+
+
+def extra_spark_conf() -> dict[str, str]:
+    """``LAKEWARDEN_SPARK_CONF="key=value,key=value"``: settings for the embedded engine on top
+    of the defaults above (spark-submit users pass ``--conf`` instead)."""
+    raw = os.environ.get("LAKEWARDEN_SPARK_CONF", "")
+    pairs = [item.strip() for item in raw.split(",") if item.strip()]
+    conf = {}
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            from lakewarden.errors import BadInput
+
+            raise BadInput(f"{item!r} is not key=value", field="LAKEWARDEN_SPARK_CONF")
+        conf[key.strip()] = value.strip()
+    return conf
 
 
 def scratch_warehouse(state: Path) -> Path:

@@ -1,5 +1,9 @@
 -- One row per range referenced by any commit: whether an active commit references it.
 -- Ranges are shared between commits, so liveness is decided once per range, not per commit.
+-- A table (one row per range: small): the mark reads it three times (expired and live ranges,
+-- and the candidates' keys), and a view would compute the commits' states three times over.
+
+{{ config(materialized='table') }}
 
 with
 

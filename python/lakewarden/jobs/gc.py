@@ -14,7 +14,8 @@ from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.report import Report, default_report_dir, write_single_csv
 from lakewarden.report_figures import write_figures
-from lakewarden.snapshot import source_ddl
+from lakewarden.timestamps import rfc3339
+from lakewarden.snapshot import register_rows
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +84,7 @@ def write_rules_table(context: JobContext, rules: GcRules | None) -> None:
         for branch_id in rules.unknown_branches(context.branch_ids()):
             log.warning("GC rules: branch %r does not exist in the repository; its rule is ignored", branch_id)
     rows = rules.rows() if rules is not None else []
-    frame = context.spark.createDataFrame(rows, source_ddl("lakewarden", "gc_rules"))
-    frame.write.mode("overwrite").format("parquet").saveAsTable(f"{SNAPSHOT_SCHEMA}.gc_rules")
+    register_rows(context.spark, f"{SNAPSHOT_SCHEMA}.gc_rules", "lakewarden", "gc_rules", rows)
 
 
 def mark_committed(
@@ -115,9 +115,10 @@ def mark_committed(
         else:
             # the whole mark with its safety tests (they need gc_commits in the same build); the
             # identity recorded is the one of the commits this build computed
-            context.build_models(MARK_MODELS, retain_tags=retain_tags)
+            written = mark_location(context)
+            context.build_models(MARK_MODELS, locations={"gc_marked_addresses": written}, retain_tags=retain_tags)
             commits = context.table("gc_commits")
-            location = keep_mark(context, mark_identity(context, commits), context.table("gc_marked_addresses"))
+            location = keep_mark(context, mark_identity(context, commits), written)
             report.update(mark_reused_from_run_id=None)
         marked = context.spark.read.parquet(location)
         if context.lakefs_kept is not None:  # before any address is written: nothing to sweep
@@ -129,9 +130,9 @@ def mark_committed(
         ).first()
         totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
         report.write_addresses(
-            marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "example_path", "path_count")
+            marked.select(*MARKED_COLUMNS)
         )
-        write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
+        kept_figures(context, report, marked, location)
         write_single_csv(
             commits.select("commit_id", "created_at", "is_active", "reason"),
             report.directory / "commits.csv",
@@ -224,25 +225,54 @@ def find_reusable_mark(context: JobContext, identity: MarkIdentity | None) -> tu
     return None
 
 
-def keep_mark(context: JobContext, identity: MarkIdentity | None, marked) -> str:
-    """Write this run's marked rows under ``STATE/retention/gc/marks/<run_id>`` and record them
-    with their identity, so a later run with the same inputs can reuse them. Returns the
+def kept_figures(context: JobContext, report: Report, marked, location: str) -> None:
+    """The report's figures: those kept with the mark for this clock when the mark is reused
+    (figures are a function of the snapshot, the mark and the clock: a run again on the same
+    state reads no range for them), else computed and kept with the mark. The copy lives in the
+    mark's directory under a name Spark and the row count ignore (``_figures-<clock>.json``)."""
+    import hashlib
+    import shutil
+
+    from lakewarden.report_figures import FIGURES
+
+    clock = hashlib.sha256(rfc3339(context.now).encode()).hexdigest()[:16]
+    kept = Path(location) / f"_figures-{clock}.json"
+    if kept.is_file():
+        shutil.copyfile(kept, report.directory / FIGURES)
+        log.info("report figures kept with the mark for this clock are reused")
+        return
+    written = write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
+    if written is not None and Path(location).is_dir():
+        try:
+            temporary = Path(location) / f".{kept.name}.tmp"
+            shutil.copyfile(written, temporary)
+            temporary.replace(kept)
+        except OSError as exc:  # the figures of a later run: never a reason to fail this one
+            log.debug("figures not kept with the mark: %s", exc)
+
+
+def mark_location(context: JobContext) -> Path:
+    """Where this run's mark is written (the mart's own table files, ``STATE/retention/gc/marks/
+    <run_id>``): a later run with the same inputs reads it from there."""
+    return context.state / "retention" / "gc" / "marks" / context.run_id
+
+
+def keep_mark(context: JobContext, identity: MarkIdentity | None, location: Path) -> str:
+    """Record this run's mark (written whole at ``location`` by the build, its safety test
+    passed) with its identity, so a later run with the same inputs can reuse it. Returns the
     location (the report reads the rows back from it: one computation of the mark)."""
     from datetime import datetime, timezone
 
-    from lakewarden.state_tables import append_rows
+    from lakewarden.state_tables import append_rows, parquet_rows
 
-    location = context.state / "retention" / "gc" / "marks" / context.run_id
-    marked.select(*MARKED_COLUMNS).write.mode("overwrite").parquet(str(location))
     if identity is not None:
-        num_marked = context.spark.read.parquet(str(location)).count()
         append_rows(
             context.spark,
             context.state,
             MARKS,
             [(
                 context.run_id, identity.storage_namespace, identity.snapshot_fingerprint, identity.project_fingerprint,
-                identity.active_commits_digest, str(location), num_marked, datetime.now(timezone.utc),
+                identity.active_commits_digest, str(location), parquet_rows(location), datetime.now(timezone.utc),
             )],
         )
     return str(location)

@@ -31,7 +31,7 @@ from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.report import Report, default_report_dir
 from lakewarden.report_figures import write_figures
-from lakewarden.snapshot import source_columns, source_ddl
+from lakewarden.snapshot import register_rows, source_columns, source_ddl
 from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark
 
@@ -174,8 +174,7 @@ def write_policy_table(context: JobContext, policy: LifecyclePolicy) -> None:
     naming branches the repository does not have (a rule for a deleted branch is harmless)."""
     for rule_id, branch_id in policy.unknown_branches(context.branch_ids()):
         log.warning("lifecycle policy: rule %r: branch_days names branch %r, which does not exist; ignored", rule_id, branch_id)
-    frame = context.spark.createDataFrame(policy.rows(), source_ddl("lakewarden", "lifecycle_policy_rules"))
-    frame.write.mode("overwrite").format("parquet").saveAsTable(RULES_TABLE)
+    register_rows(context.spark, RULES_TABLE, "lakewarden", "lifecycle_policy_rules", policy.rows())
 
 
 def output_base(context: JobContext) -> Path:
