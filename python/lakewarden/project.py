@@ -98,9 +98,12 @@ def parsed_manifest(location: Sequence[str]) -> Any:
     sources' schema is the default one), so one manifest serves every run; the run's variables
     still apply when dbt compiles each node.
     """
-    key = tuple(location)
+    project = project_dir()
+    # keyed by the project's fingerprint too: a process that outlives a change of the models
+    # (the test suite) never compiles the new files with the old manifest
+    key = (*location, project_fingerprint(project))
     if key not in _MANIFESTS:
-        _MANIFESTS[key] = _load_or_parse(project_dir(), location)
+        _MANIFESTS[key] = _load_or_parse(project, location)
     return _MANIFESTS[key]
 
 
