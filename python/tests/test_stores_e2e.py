@@ -8,7 +8,9 @@ As a user runs it, through the command line and the store options every command 
    in a namespace on the store (objects, ``dummy``, ``_lakefs/`` ranges and metaranges);
 2. ``lakewarden extract`` reads it into a snapshot (``_lakefs/`` files read from the store);
 3. ``gc uncommitted --dry-run`` (the namespace listed through the store) and ``gc committed
-   --dry-run`` mark exactly what lakeFS's GC would;
+   --dry-run`` mark exactly what lakeFS's GC would; on Azure and GCS, ``gc uncommitted
+   --inventory`` with the cloud's own inventory report (on the store) marks the same, and a
+   report too old for ``--min-age`` is exit 2;
 4. ``lakewarden explain`` explains one marked address of each;
 5. ``lakewarden sweep`` deletes exactly the committed marks; the uncommitted sweep is killed
    (SIGKILL) after its first batch, and a second sweep finishes it: every marked object gone,
@@ -94,6 +96,7 @@ class Store:
     args: list[str]
     keys: Callable[[], set[str]]  # every object's key relative to the namespace
     env: dict[str, str] = field(default_factory=dict)
+    world: World | None = None  # the bucket or container (servers only)
 
 
 @pytest.fixture(scope="session")
@@ -135,10 +138,10 @@ def make_store(kind: str, server: Callable[[str], str], tmp_path: Path, spark: A
         for variable, value in S3_ENV.items():
             monkeypatch.setenv(variable, value)
             monkeypatch.setitem(spark.sparkContext.environment, variable, value)
-        return Store(kind, namespace, ["--s3-endpoint", world.endpoint, "--s3-region", "us-east-1"], world_keys, dict(S3_ENV))
+        return Store(kind, namespace, ["--s3-endpoint", world.endpoint, "--s3-region", "us-east-1"], world_keys, dict(S3_ENV), world)
     if kind == "azure":
-        return Store(kind, namespace, ["--azure-endpoint", world.endpoint, "--azure-account-key", AZURITE_KEY], world_keys)
-    return Store(kind, namespace, ["--gcs-endpoint", world.endpoint], world_keys)
+        return Store(kind, namespace, ["--azure-endpoint", world.endpoint, "--azure-account-key", AZURITE_KEY], world_keys, world=world)
+    return Store(kind, namespace, ["--gcs-endpoint", world.endpoint], world_keys, world=world)
 
 
 def marked(report: Path) -> set[str]:
@@ -212,6 +215,7 @@ def test_every_job_on_every_store(
 ) -> None:
     store = make_store(kind, server, tmp_path, spark, monkeypatch)
     scenario: Scenario = build_scenario(store.namespace)
+    written = datetime.now(timezone.utc)  # every object of the namespace is older than this
     addr = scenario.addresses
     lakefs = scenario.fake.serve()
     try:
@@ -236,6 +240,8 @@ def test_every_job_on_every_store(
     expected_uncommitted = scenario.abandoned | {addr["abandoned-young"]}
     assert marked(uncommitted) == expected_uncommitted
     assert expected_uncommitted <= before
+    if kind in ("azure", "gcs"):
+        _check_cloud_inventory(store, snapshot, state, written, two_days_on, expected_uncommitted, tmp_path, capsys)
 
     # committed GC with the repository's rules, at the scenario's clock: what lakeFS's GC expires
     rules = tmp_path / "rules.json"
@@ -309,3 +315,98 @@ def _check_recoverability(store: Store, report: Path, result: dict[str, Any], no
         assert "soft delete" in result["recoverability"]
     else:
         assert notes == [] and result["recoverability"] == ""
+
+
+def _check_cloud_inventory(
+    store: Store, snapshot: Path, state: str, written: datetime, now: str, expected: set[str], tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``gc uncommitted --inventory`` with the cloud's own report of the namespace (Azure Blob
+    Inventory / GCS Storage Insights, CSV, manifest and data files on the store itself, shaped
+    as each cloud documents them; rows under ``_lakefs/`` and ``dummy`` included, as a real
+    report lists them): the same marks as the listing. A report taken longer ago than
+    ``--min-age`` before ``--now`` cannot vouch for younger objects: exit 2, one line."""
+    assert store.world is not None
+    keys = sorted(store.keys())
+    prefix = store.namespace.prefix  # type: ignore[attr-defined]
+    stamp = written.strftime("%Y-%m-%dT%H:%M:%SZ")
+    clock = datetime.fromisoformat(now.replace("Z", "+00:00"))
+
+    def report(created: datetime, tag: str) -> str:
+        taken = created.strftime("%Y-%m-%dT%H:%M:%SZ")
+        if store.kind == "azure":
+            container = store.world.root.rsplit("/", 1)[1]
+            fields = ["Name", "Creation-Time", "Last-Modified", "Content-Length", "BlobType", "Deleted", "IsCurrentVersion"]
+            rows = [[f"{container}/{prefix}{key}", stamp, stamp, "8", "BlockBlob", "false", "true"] for key in keys]
+            blob = f"inventory-{tag}/{created:%Y/%m/%d/%H-%M-%S}/Rule_1/Rule_1.csv"
+            store.world.put(blob, _csv(fields, rows))
+            manifest = {
+                "destinationContainer": container,
+                "endpoint": f"https://{store.world.root.split('/')[2]}",
+                "files": [{"blob": blob, "size": len(_csv(fields, rows)), "labels": [], "schemaFields": fields}],
+                "inventoryCompletionTime": taken,
+                "inventoryStartTime": taken,
+                "ruleDefinition": {
+                    "filters": {"blobTypes": ["blockBlob"], "prefixMatch": [f"{container}/repos/"]},
+                    "format": "csv",
+                    "objectType": "blob",
+                    "schedule": "daily",
+                    "schemaFields": fields,
+                },
+                "ruleName": "Rule_1",
+                "status": "Succeeded",
+                "summary": {"objectCount": len(rows), "totalObjectSize": 8 * len(rows)},
+                "version": "1.0",
+            }
+            key = f"inventory-{tag}/{created:%Y/%m/%d/%H-%M-%S}/Rule_1/Rule_1-manifest.json"
+        else:
+            bucket = store.world.root.removeprefix("gs://")
+            fields = ["project", "bucket", "name", "size", "updated"]
+            rows = [["p", bucket, f"{prefix}{key}", "8", stamp] for key in keys]
+            shard = f"cfg_{taken.replace('Z', '')}_0.csv"
+            store.world.put(f"inventory-{tag}/{shard}", _csv(fields, rows))
+            manifest = {
+                "report_config": {
+                    "name": "projects/p/locations/us/reportConfigs/cfg",
+                    "csv_options": {"record_separator": "\n", "delimiter": ",", "header_required": True},
+                    "object_metadata_report_options": {
+                        "metadata_fields": fields,
+                        "storage_filters": {"bucket": bucket},
+                        "storage_destination_options": {"bucket": bucket, "destination_path": f"inventory-{tag}"},
+                    },
+                },
+                "records_processed": len(rows),
+                "snapshot_time": taken,
+                "shard_count": 1,
+                "report_shards_file_names": [shard],
+            }
+            key = f"inventory-{tag}/cfg_{taken.replace('Z', '')}_manifest.json"
+        store.world.put(key, json.dumps(manifest).encode())
+        return store.world.uri(key)
+
+    fresh = report(clock - timedelta(hours=12), "fresh")
+    out = tmp_path / "uncommitted-inventory"
+    code = main(["gc", "uncommitted", "--snapshot", str(snapshot), "--state", state, "--report", str(out), "--now", now,
+                 "--dry-run", "--clean", "--inventory", fresh, *store.args])
+    assert code == 0, capsys.readouterr().err
+    assert marked(out) == expected
+    assert summary(out)["inventory"] == fresh
+
+    stale = report(clock - timedelta(hours=25), "stale")
+    capsys.readouterr()
+    code = main(["gc", "uncommitted", "--snapshot", str(snapshot), "--state", state, "--report", str(tmp_path / "stale"),
+                 "--now", now, "--dry-run", "--clean", "--inventory", stale, *store.args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert stale in err and "older than --min-age" in err
+    assert not (tmp_path / "stale").exists()
+
+
+def _csv(fields: list[str], rows: list[list[str]]) -> bytes:
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(fields)
+    writer.writerows(rows)
+    return buffer.getvalue().encode()
