@@ -113,3 +113,26 @@ def test_sweep_says_when_deletes_leave_recoverable_versions(
         assert result["recoverable"] is False and result["recoverability"] == ""
         assert summary["recoverable"] is False and lines[:-1] == []
 
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        # the S3 options keep the names the S3 deleter has always taken
+        (["--s3-endpoint", "http://127.0.0.1:9000", "--s3-region", "eu-west-1"], {"endpoint_url": "http://127.0.0.1:9000", "region_name": "eu-west-1"}),
+        (["--azure-endpoint", "http://127.0.0.1:10000/devstoreaccount1", "--azure-account-key", AZURITE_KEY],
+         {"azure_endpoint": "http://127.0.0.1:10000/devstoreaccount1", "azure_account_key": AZURITE_KEY}),
+        (["--gcs-endpoint", "127.0.0.1:4443", "--gcs-project", "p"], {"gcs_endpoint": "127.0.0.1:4443", "gcs_project": "p"}),
+        (["--local-blockstore", "/srv/lakefs"], {"local_blockstore": "/srv/lakefs"}),
+        ([], {}),
+    ],
+)
+def test_a_job_hands_its_sweep_the_store_options(argv: list[str], expected: dict[str, str]) -> None:
+    """What a job run without --dry-run gives the sweep (lakewarden.jobs.shape)."""
+    from lakewarden.jobs.gc import CommittedGc
+    from lakewarden.jobs.gc_uncommitted import UncommittedGc
+    from lakewarden.jobs.lifecycle import Lifecycle
+
+    for command, job in ((["gc", "committed"], CommittedGc()), (["gc", "uncommitted"], UncommittedGc()), (["lifecycle", "--policy", "p.json"], Lifecycle())):
+        args = build_parser().parse_args([*command, "--snapshot", "snap", *argv])
+        assert job.deleter_options(None, args) == expected
