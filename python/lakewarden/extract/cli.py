@@ -35,8 +35,8 @@ def add_lakefs_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_s3_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--s3-endpoint``/``--s3-region`` for an ``s3://`` namespace (jobs that delete define
-    the same two options, and an extract they run reads them from there)."""
+    """``--s3-endpoint``/``--s3-region`` alone (kept for callers that only reach S3; the commands
+    take every store's options: :func:`lakewarden.stores.add_store_arguments`)."""
     parser.add_argument("--s3-endpoint", metavar="URL", help="S3 endpoint URL (default: AWS_ENDPOINT_URL or AWS)")
     parser.add_argument("--s3-region", metavar="REGION", help="S3 region (default: AWS_REGION or boto3's default)")
 
@@ -54,7 +54,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         ),
     )
     add_lakefs_arguments(parser)
-    add_s3_arguments(parser)
+    # the namespace's store (S3, Azure, GCS): where the _lakefs/ range and metarange files are read
+    from lakewarden.stores.options import add_store_arguments
+
+    add_store_arguments(parser)
     parser.add_argument("--out", required=True, metavar="SNAPSHOT_DIR", help="snapshot directory to write")
     parser.add_argument("--force", action="store_true", help="replace an existing snapshot directory")
     parser.add_argument("--state", metavar="DIR", help="state directory (default ./.lakewarden or LAKEWARDEN_HOME)")
@@ -64,10 +67,11 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> "ExtractResult":
     """Run an extract from parsed ``add_lakefs_arguments`` options (``extract`` and the jobs)."""
     from lakewarden.errors import BadInput
-    from lakewarden.s3client import s3_options
+    from lakewarden.stores.options import store_options_from_args
 
     if not args.repo:
         raise BadInput("missing --repo NAME", field="--repo")
+    store_options = store_options_from_args(args)  # a malformed option: exit 2 before lakeFS is asked
     state = state_dir(args.state)
     # imported here, not at start-up: lakeFS's SDK and pyarrow cost ~1 s, and every other
     # command (a sweep, checks) would pay it
@@ -81,7 +85,7 @@ def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> "E
         cache_dir=Path(args.cache_dir) if args.cache_dir else state / "range-cache",
         force=force,
         local_blockstore=args.local_blockstore,
-        s3_options=s3_options(getattr(args, "s3_endpoint", None), getattr(args, "s3_region", None)),
+        store_options=store_options,
         jobs=max(1, args.jobs),
     )
 

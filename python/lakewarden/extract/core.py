@@ -27,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,6 +40,9 @@ from lakewarden.extract.ranges import RANGES_SCHEMA, RangeCache, decode_range_ta
 from lakewarden.extract.refs import InconsistentDump, read_refs_dump
 from lakewarden.extract.storage import MetadataStore, open_store
 from lakewarden.snapshot import arrow_schemas
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.stores import StoreOptions
 
 __all__ = ["ExtractResult", "extract_repository", "SNAPSHOT_SCHEMAS"]
 
@@ -125,10 +128,11 @@ def _decode_into_cache(store: MetadataStore, cache: RangeCache, range_id: str) -
 
 
 def _worker_decode(
-    namespace: str, local_blockstore: str | None, s3_options: dict[str, Any], cache_root: str, range_id: str
+    namespace: str, local_blockstore: str | None, options: "StoreOptions", cache_root: str, range_id: str
 ) -> int:
-    """Process-pool entry point (stores and caches are rebuilt per process, not pickled)."""
-    store = open_store(namespace, local_blockstore=local_blockstore, s3_options=s3_options)
+    """Process-pool entry point (stores and caches are rebuilt per process, not pickled: the
+    options are plain values)."""
+    store = open_store(namespace, local_blockstore=local_blockstore, store_options=options)
     return _decode_into_cache(store, RangeCache(Path(cache_root)), range_id)
 
 
@@ -150,16 +154,27 @@ def extract_repository(
     s3_options: Mapping[str, Any] | None = None,
     jobs: int = 1,
     poll_interval: float = 0.05,
+    store_options: "StoreOptions | None" = None,
 ) -> ExtractResult:
-    """Extract ``repository`` into the snapshot directory ``out`` (see the module docstring)."""
+    """Extract ``repository`` into the snapshot directory ``out`` (see the module docstring).
+
+    The namespace's ``_lakefs/`` files are read through its store (:mod:`lakewarden.stores`)
+    with ``store_options`` (every store's settings); without them, the older ``s3_options``
+    (S3 only) and the SDKs' environment variables."""
+    from dataclasses import replace
+
+    from lakewarden.stores import StoreOptions
+
     out = Path(out).absolute()
     _check_output(out, force)
-    s3 = dict(s3_options or {})
+    options = store_options or StoreOptions.from_s3_options({k: v for k, v in (s3_options or {}).items() if v is not None})
+    if local_blockstore and not options.local_blockstore:
+        options = replace(options, local_blockstore=local_blockstore)
 
     with LakeFSApi(config, repository, poll_interval=poll_interval) as api:
         repo = api.repository_info()
         namespace = repo["storage_namespace"]
-        store = open_store(namespace, local_blockstore=local_blockstore, s3_options=s3)
+        store = open_store(namespace, store_options=options)
         rules = api.gc_rules()
         gc_prepared = api.prepare_gc_commits() if rules is not None else None
         uncommitted = api.prepare_gc_uncommitted()
@@ -211,7 +226,7 @@ def extract_repository(
 
     with phase("extract: decode ranges", total=len(missing), unit="ranges") as bar:
         if jobs > 1 and len(missing) > 1:
-            decode = partial(_worker_decode, namespace, local_blockstore, s3, str(cache_dir))
+            decode = partial(_worker_decode, namespace, options.local_blockstore, options, str(cache_dir))
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 for _ in pool.map(decode, missing, chunksize=4):
                     bar.advance()

@@ -35,13 +35,16 @@ MODEL_SCHEMA = "lakewarden"
 
 
 def add_job_options(parser: argparse.ArgumentParser) -> None:
-    from lakewarden.extract.cli import add_lakefs_arguments, add_s3_arguments
+    from lakewarden.extract.cli import add_lakefs_arguments
+    from lakewarden.stores.options import add_store_arguments
 
     parser.add_argument(
         "--snapshot", type=Path, help="repository snapshot directory (CONTRACT section 2); or --lakefs-endpoint/--repo"
     )
     add_lakefs_arguments(parser)
-    add_s3_arguments(parser)  # an s3:// namespace: extract, listing and the sweep use them
+    # where the namespace's store is (S3, Azure, GCS, lakeFS's local blockstore): extract,
+    # listing, inventories and the sweep all reach it with these
+    add_store_arguments(parser)
     parser.add_argument("--now", help="the job's clock, RFC 3339 with offset (default: now)")
     parser.add_argument("--dry-run", action="store_true", help="compute and write the report; delete nothing")
     parser.add_argument("--report", type=Path, help="report directory (default under <namespace>/_lakefs/retention/...)")

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from lakewarden.durations import parse_duration
 from lakewarden.errors import BadInput, error_line
@@ -35,11 +35,13 @@ from lakewarden.jobs.common import (
     rfc3339,
 )
 from lakewarden.jobs.shape import Job, run_job
-from lakewarden.s3client import s3_options
 from lakewarden.report import Report, write_json_atomic
 from lakewarden.report_figures import write_figures
 from lakewarden.state_tables import append_rows, qualified, state_lock
 from lakewarden.timestamps import from_spark
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.stores import StoreOptions
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +73,13 @@ def register(kinds: argparse._SubParsersAction) -> None:
         "previous run exists. Dry run with --dry-run, then 'lakewarden sweep --report DIR'.",
     )
     add_job_options(parser)
-    parser.add_argument("--inventory", metavar="MANIFEST", help="S3 Inventory manifest.json (path or s3://); default: list the namespace")
+    parser.add_argument(
+        "--inventory",
+        metavar="MANIFEST",
+        help="an inventory report's manifest: S3 Inventory manifest.json, Azure Blob Inventory "
+        "*-manifest.json or GCS Storage Insights *_manifest.json (a path, or a URI on the store: "
+        "s3://, https://ACCOUNT.blob.core.windows.net/..., gs://); default: list the namespace",
+    )
     parser.add_argument("--min-age", default=DEFAULT_MIN_AGE, metavar="DURATION", help="never touch objects younger than this (default 24h; below 1h needs --force)")
     parser.add_argument("--clean", action="store_true", help="force a clean run even when a previous run exists")
     parser.add_argument("--force", action="store_true", help="allow --min-age below 1h")
@@ -116,7 +124,7 @@ class UncommittedInputs:
     """What the uncommitted GC reads besides the snapshot, validated before Spark starts."""
 
     min_age: timedelta
-    s3_options: dict[str, Any]
+    store_options: "StoreOptions"
 
 
 class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
@@ -126,7 +134,7 @@ class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
 
     def read_inputs(self, args: argparse.Namespace) -> UncommittedInputs:
         min_age = parse_min_age(args.min_age, force=args.force)  # before Spark starts
-        return UncommittedInputs(min_age, s3_options(args.s3_endpoint, args.s3_region))
+        return UncommittedInputs(min_age, self.store_options(args))
 
     def mark(self, context: JobContext, inputs: UncommittedInputs, args: argparse.Namespace) -> "UncommittedGcResult":
         # the run history is read (the previous run), then appended: one writer at a time
@@ -137,7 +145,7 @@ class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
                 min_age=inputs.min_age,
                 clean=args.clean,
                 report_dir=args.report,
-                s3_options=inputs.s3_options,
+                store_options=inputs.store_options,
             )
 
     def describe(self, marked: "UncommittedGcResult") -> list[str]:
@@ -154,14 +162,48 @@ def output_base(context: JobContext) -> Path:
     return context.output_dir("gc", "uncommitted")
 
 
-def _parse_manifest_time(manifest: str, s3_options: Mapping[str, Any]) -> datetime | None:
-    from lakewarden.inventory import load_manifest
+def _parse_manifest_time(manifest: str, options: "StoreOptions") -> datetime | None:
+    """When the inventory report was taken (S3 ``creationTimestamp``, Azure
+    ``inventoryCompletionTime``, GCS ``snapshot_time``): storage was observed then."""
+    from lakewarden.inventories import inventory_created
 
-    raw = load_manifest(manifest, s3_options=s3_options).raw.get("creationTimestamp")
-    try:
-        return datetime.fromtimestamp(int(str(raw)) / 1000, timezone.utc)
-    except (TypeError, ValueError):
-        return None
+    return inventory_created(manifest, options)
+
+
+def read_storage(
+    context: JobContext, manifest: str | None, options: "StoreOptions", min_age: timedelta
+) -> tuple[Any, datetime]:
+    """What storage holds under the namespace, and when it was observed: the inventory report
+    at ``manifest`` (S3 Inventory, Azure Blob Inventory or a GCS inventory report, told apart by
+    the manifest; read from a local path or from any store), else a listing of the namespace
+    through its store (:func:`lakewarden.stores.store_for`: S3, Azure, GCS, local disk).
+
+    An Azure or GCS report that does not cover the namespace, is malformed, or was taken longer
+    ago than ``--min-age`` allows is bad input naming the file and field (it cannot vouch for
+    objects younger than ``--min-age``: every one of them must be kept).
+    """
+    from lakewarden.inventory import storage_inventory
+
+    namespace = context.snapshot.repository.storage_namespace
+    observed_at = datetime.now(timezone.utc)
+    if manifest:
+        from lakewarden.inventories.common import inventory_kind, load_json
+
+        if inventory_kind(load_json(manifest, options)) in ("azure", "gcs"):
+            from lakewarden.inventories import read_cloud_inventory
+
+            storage = read_cloud_inventory(
+                context.spark, manifest, namespace, store_options=options, now=context.now, min_age=min_age
+            )
+        else:
+            storage = storage_inventory(
+                context.spark, namespace, manifest, s3_options=options.s3_client_options(), store_options=options
+            )
+        return storage, _parse_manifest_time(manifest, options) or observed_at
+    storage = storage_inventory(
+        context.spark, namespace, None, store_options=options, local_blockstore=context.local_blockstore
+    )
+    return storage, observed_at
 
 
 def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None, str]:
@@ -217,27 +259,25 @@ def mark_uncommitted(
     clean: bool = False,
     report_dir: Path | None = None,
     s3_options: Mapping[str, Any] | None = None,
+    store_options: "StoreOptions | None" = None,
 ) -> UncommittedGcResult:
-    """Mark: read storage, run the models, write outputs, report and history; delete nothing."""
+    """Mark: read storage, run the models, write outputs, report and history; delete nothing.
+
+    ``store_options`` reach the namespace's store (any store); ``s3_options`` are the older
+    S3-only form, used when ``store_options`` is not given."""
     from pyspark.sql import functions as F
 
-    from lakewarden.inventory import storage_inventory
+    from lakewarden.stores import StoreOptions
 
     spark = context.spark
     repository = context.snapshot.repository
-    options = {k: v for k, v in (s3_options or {}).items() if v is not None}
+    options = store_options or StoreOptions.from_s3_options({k: v for k, v in (s3_options or {}).items() if v is not None})
     key = namespace_key(repository.storage_namespace)
 
     # Validate every input before anything is written: a bad manifest exits 2 and changes nothing,
     # and a snapshot that lacks a commit lakeFS's own GC keeps marks nothing (exit 1).
     context.check_lakefs_holds()
-    observed_at = datetime.now(timezone.utc)
-    storage = storage_inventory(
-        spark, repository.storage_namespace, manifest, s3_options=options, work_dir=None,
-        local_blockstore=context.local_blockstore,
-    )
-    if manifest:
-        observed_at = _parse_manifest_time(manifest, options) or observed_at
+    storage, observed_at = read_storage(context, manifest, options, min_age)
     previous, mode_reason = (None, "--clean") if clean else find_previous_run(context, key)
     mode = "optimized" if previous is not None else "clean"
 
@@ -378,4 +418,4 @@ def describe_result(result: UncommittedGcResult) -> list[str]:
     ]
 
 
-__all__ = ["register", "parse_min_age", "mark_uncommitted", "namespace_key", "run_uncommitted"]
+__all__ = ["register", "parse_min_age", "mark_uncommitted", "namespace_key", "read_storage", "run_uncommitted"]

@@ -19,10 +19,13 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from lakewarden.errors import error_line
 from lakewarden.jobs.common import JobContext, start_job
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.stores import StoreOptions
 
 InputsT = TypeVar("InputsT")
 MarkedT = TypeVar("MarkedT", bound="Marked")
@@ -66,11 +69,17 @@ class Job(Generic[InputsT, MarkedT]):
         """The lines printed after the mark phase (the report path is printed by run_job)."""
         return []
 
-    def deleter_options(self, inputs: InputsT, args: argparse.Namespace) -> dict[str, Any]:
-        """Options for the storage backend of the sweep: every job's --s3-endpoint/--s3-region."""
-        from lakewarden.s3client import s3_options
+    def store_options(self, args: argparse.Namespace) -> "StoreOptions":
+        """Where the namespace's store is: every job's store options (``--s3-*``, ``--azure-*``,
+        ``--gcs-*``, ``--local-blockstore``), else the SDKs' variables. A malformed one is bad input."""
+        from lakewarden.stores import store_options_from_args
 
-        return s3_options(getattr(args, "s3_endpoint", None), getattr(args, "s3_region", None))
+        return store_options_from_args(args)
+
+    def deleter_options(self, inputs: InputsT, args: argparse.Namespace) -> dict[str, Any]:
+        """Options for the storage backend of the sweep, for whatever store the namespace is on
+        (:meth:`lakewarden.stores.StoreOptions.deleter_options`: S3's keep their old names)."""
+        return self.store_options(args).deleter_options()
 
     def after_dry_run(self, context: JobContext, inputs: InputsT, marked: MarkedT) -> None:
         """Bookkeeping after a dry run (nothing by default)."""
@@ -86,7 +95,13 @@ def run_job(job: Job[Any, Any], args: argparse.Namespace) -> int:
     from lakewarden.spark_session import spark_jobs_started
 
     inputs = job.read_inputs(args)
+    options = job.store_options(args)  # a malformed option: exit 2 before Spark starts
     context = start_job(args, job.name)
+    from lakewarden.stores import check_store_options
+
+    # options that cannot address the namespace (an Azure endpoint of another account): exit 2
+    # naming the option, before anything is listed, marked or written
+    check_store_options(context.storage_namespace, _with_blockstore(options, context)).close()
     queries, jobs = SENT["queries"], spark_jobs_started(context.spark)
     marked = job.mark(context, inputs, args)
     work = {"dbt_queries": SENT["queries"] - queries}
@@ -120,4 +135,16 @@ def run_job(job: Job[Any, Any], args: argparse.Namespace) -> int:
     )
     job.after_sweep(context, inputs, marked, outcome)
     print(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed", file=sys.stdout)
+    note = result.recoverability_note()
+    if note:
+        print(note, file=sys.stdout)
     return 0 if outcome.success else 1
+
+
+def _with_blockstore(options: "StoreOptions", context: JobContext) -> "StoreOptions":
+    """``options`` with the local:// namespace's blockstore directory the job resolved."""
+    from dataclasses import replace
+
+    if context.local_blockstore and not options.local_blockstore:
+        return replace(options, local_blockstore=context.local_blockstore)
+    return options

@@ -5,6 +5,11 @@ are swept in-process (no JVM); large ones, or under spark-submit, in Spark tasks
 forces either). Exit 0 when every marked address is deleted; 1 when some failed (see
 ``DIR/sweep/outcomes.csv``), the sweep stopped part-way (run it again to finish), or another
 sweep of the same report is running (one line on stderr says which process holds it).
+
+The namespace's store is reached with the store options every job takes (``--s3-*``,
+``--azure-*``, ``--gcs-*``, ``--local-blockstore``; see docs/stores/). When its deletes leave
+recoverable copies (S3 versioning, Azure or GCS soft delete / versioning), a ``note:`` line and
+the JSON line's ``recoverable``/``recoverability`` say so, and what to configure.
 """
 
 from __future__ import annotations
@@ -14,8 +19,7 @@ import json
 import sys
 from typing import Any
 
-from lakewarden.extract.cli import add_s3_arguments
-from lakewarden.s3client import s3_options
+from lakewarden.stores.options import add_store_arguments, store_options_from_args
 from lakewarden.sweep import ENGINES, SweepFailed, load_report
 
 
@@ -28,14 +32,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--report", required=True, metavar="DIR", help="the report directory of a dry run")
     parser.add_argument("--state", metavar="DIR", help="warehouse and run history (default ./.lakewarden or LAKEWARDEN_HOME)")
-    add_s3_arguments(parser)
+    add_store_arguments(parser)  # the namespace's store: S3, Azure, GCS or lakeFS's local blockstore
     parser.add_argument(
         "--engine", choices=ENGINES, default="auto",
         help="auto (default): in-process up to 500,000 marked addresses, Spark above or under spark-submit",
     )
     parser.add_argument("--parallelism", type=_positive, metavar="N", help="number of Spark tasks deleting at once (Spark engine)")
-    parser.add_argument("--batch-size", type=_positive, default=1000, metavar="N", help="addresses per delete request (max 1000 for S3)")
-    parser.add_argument("--threads", type=_positive, metavar="N", help="delete requests in flight per process or task (S3 default 8)")
+    parser.add_argument("--batch-size", type=_positive, default=1000, metavar="N", help="addresses per delete request (at most the store's batch limit: S3 1000, Azure 256, GCS 100)")
+    parser.add_argument("--threads", type=_positive, metavar="N", help="delete requests in flight per process or task (default 8 on S3, Azure and GCS; 1 locally)")
     parser.set_defaults(func=run)
 
 
@@ -51,9 +55,18 @@ def run(args: argparse.Namespace) -> int:
     from lakewarden.sweep import sweep_report
     from lakewarden.sweep.ledger import record_sweep
 
-    load_report(args.report)  # bad input exits 2 before anything starts
+    from lakewarden.stores import check_store_options
+
+    report = load_report(args.report)  # bad input exits 2 before anything starts
+    store_options = store_options_from_args(args)
+    if store_options.local_blockstore is None and report.summary.get("local_blockstore"):
+        from dataclasses import replace
+
+        store_options = replace(store_options, local_blockstore=str(report.summary["local_blockstore"]))
+    # options that cannot address the report's namespace: exit 2 naming the option, nothing deleted
+    check_store_options(report.storage_namespace, store_options).close()
     state = spark_session.state_dir(args.state)
-    options = s3_options(args.s3_endpoint, args.s3_region)
+    options = store_options.deleter_options()
     try:
         result = sweep_report(
             None,
@@ -69,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"lakewarden: {exc}", file=sys.stderr)
         return 1
     record_sweep(state, result)
+    note = result.recoverability_note()
+    if note:
+        print(note)
     print(
         json.dumps(
             {
@@ -81,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
                 "success": result.success,
                 "outcomes": result.outcomes_csv,
                 "seconds": result.seconds,
+                "recoverable": result.recoverable,
+                "recoverability": result.recoverability,
             }
         )
     )

@@ -25,6 +25,7 @@ __all__ = [
     "StoreError",
     "StoreOptions",
     "add_store_arguments",
+    "check_store_options",
     "register_store",
     "store_for",
     "store_options_from_args",
@@ -79,3 +80,12 @@ def store_for(namespace_uri: str, options: StoreOptions | None = None) -> Object
         known = ", ".join(f"{name}://" for name in SCHEMES)
         raise BadInput(f"unsupported storage namespace {namespace_uri!r} (supported: {known})", field="storage_namespace")
     return factory(namespace_uri, options or StoreOptions())
+
+
+def check_store_options(namespace_uri: str, options: StoreOptions | None = None) -> ObjectStore:
+    """The store of ``namespace_uri`` after checking, without a request, that ``options`` can
+    address it (:meth:`ObjectStore.check_options`): bad input names the option (exit 2, one
+    line) before a job or a sweep starts work."""
+    store = store_for(namespace_uri, options)
+    store.check_options()
+    return store

@@ -168,6 +168,11 @@ class AzureStore(ObjectStore):
             self._client = container_client(self.location, self.options)
         return self._client
 
+    def check_options(self) -> None:
+        """Build the client (no request): an endpoint or connection string of another account
+        than the namespace's is bad input naming ``--azure-endpoint`` / ``--azure-connection-string``."""
+        self.client  # noqa: B018
+
     def _name(self, uri: str) -> str:
         self._check_mine(uri)
         location = azure_location(uri)

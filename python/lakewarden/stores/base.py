@@ -83,6 +83,11 @@ class ObjectStore(abc.ABC):
         if (parsed.scheme, parsed.authority) != (ns.scheme, ns.authority):
             raise ValueError(f"{uri!r} is not in the store of {self.namespace!r}")
 
+    def check_options(self) -> None:
+        """Raise :class:`~lakewarden.errors.BadInput` naming the option when the options cannot
+        address this namespace (an endpoint of another account...), without a request: a job
+        and a sweep call it before any work. Nothing to check by default."""
+
     # -- reading ---------------------------------------------------------------------------
 
     @abc.abstractmethod

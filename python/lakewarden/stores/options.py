@@ -163,15 +163,46 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _endpoint(value: str | None, flag: str, *, bare_host: bool = False) -> str | None:
+    """``value`` when it is an ``http(s)://HOST[:PORT][/PATH]`` URL (``HOST:PORT`` alone too
+    where the SDK's variable takes that form); else :class:`BadInput` naming ``flag``."""
+    from urllib.parse import urlsplit
+
+    from lakewarden.errors import BadInput
+
+    if value is None:
+        return None
+    candidate = value if "://" in value or not bare_host else "http://" + value
+    try:
+        split = urlsplit(candidate)
+        split.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        split = None
+    if split is None or split.scheme.lower() not in ("http", "https") or not split.hostname:
+        raise BadInput(f"{value!r} is not an http:// or https:// URL", field=flag)
+    return value
+
+
+def _text(value: str | None, flag: str) -> str | None:
+    from lakewarden.errors import BadInput
+
+    if value is not None and not value.strip():
+        raise BadInput("is empty", field=flag)
+    return value
+
+
 def store_options_from_args(args: argparse.Namespace) -> StoreOptions:
-    """:class:`StoreOptions` from parsed :func:`add_store_arguments` options (missing ones: ``None``)."""
+    """:class:`StoreOptions` from parsed :func:`add_store_arguments` options (missing ones: ``None``).
+
+    A malformed value is :class:`~lakewarden.errors.BadInput` naming its option (exit 2, one
+    line): an endpoint that is not an ``http(s)://`` URL, an empty string."""
     return StoreOptions(
-        s3_endpoint=getattr(args, "s3_endpoint", None),
-        s3_region=getattr(args, "s3_region", None),
-        azure_endpoint=getattr(args, "azure_endpoint", None),
-        azure_connection_string=getattr(args, "azure_connection_string", None),
-        azure_account_key=getattr(args, "azure_account_key", None),
-        gcs_endpoint=getattr(args, "gcs_endpoint", None),
-        gcs_project=getattr(args, "gcs_project", None),
-        local_blockstore=getattr(args, "local_blockstore", None),
+        s3_endpoint=_endpoint(getattr(args, "s3_endpoint", None), "--s3-endpoint"),
+        s3_region=_text(getattr(args, "s3_region", None), "--s3-region"),
+        azure_endpoint=_endpoint(getattr(args, "azure_endpoint", None), "--azure-endpoint"),
+        azure_connection_string=_text(getattr(args, "azure_connection_string", None), "--azure-connection-string"),
+        azure_account_key=_text(getattr(args, "azure_account_key", None), "--azure-account-key"),
+        gcs_endpoint=_endpoint(getattr(args, "gcs_endpoint", None), "--gcs-endpoint", bare_host=True),
+        gcs_project=_text(getattr(args, "gcs_project", None), "--gcs-project"),
+        local_blockstore=_text(getattr(args, "local_blockstore", None), "--local-blockstore"),
     )

@@ -38,6 +38,8 @@ from lakewarden.sweep.status import SweepStatus
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
+    from lakewarden.stores import Recoverability
+
 #: Up to this many marked addresses the sweep runs in-process (no Spark): below the crossover
 #: ``benchmarks/sweep_crossover.py`` estimates for any core count (650,000 and up), and about
 #: 0.4 GB of memory at most (0.57 KB per address, measured). See docs/sweep.md.
@@ -107,11 +109,14 @@ def sweep_report(
     from lakewarden.progress import phase
 
     total = report.summary.get("num_marked") if isinstance(report.summary.get("num_marked"), int) else None
+    recoverable = store_recoverability(report.storage_namespace, options) if deleter_factory is deleter_for else None
     with SweepLock(report.lock_file).acquire(sweep_id=sweep_id, started_at=started_at) as lock, phase(
         f"sweep ({chosen})", total=total, unit="addresses"
     ) as bar:
         status = SweepStatus(report, sweep_id=sweep_id, started_at=started_at, engine=chosen)
         status.on_progress = bar.advance
+        if recoverable is not None:
+            status.extra.update(recoverable=recoverable.recoverable, recoverability=recoverable.message)
         if chosen == "process":
             result = sweep_in_process(
                 report, status, lock_taken_over=lock.taken_over, deleter_factory=deleter_factory,
@@ -124,7 +129,26 @@ def sweep_report(
                 deleter_options=options, batch_size=batch_size, threads=threads, parallelism=parallelism,
                 progress_interval=progress_interval,
             )
+    if recoverable is not None:
+        from dataclasses import replace
+
+        result = replace(result, recoverable=recoverable.recoverable, recoverability=recoverable.message)
     return result
+
+
+def store_recoverability(storage_namespace: str, deleter_options: Mapping[str, Any]) -> "Recoverability":
+    """Whether deletes in ``storage_namespace`` leave recoverable copies (S3 versioning, Azure
+    blob soft delete or versioning, GCS soft delete or versioning: lakeFS#6807), asked of its
+    store with the sweep's options. Never fails the sweep: a store that cannot tell says so."""
+    from lakewarden.stores import Recoverability, StoreOptions, store_for
+
+    try:
+        with store_for(storage_namespace, StoreOptions.from_deleter_options(deleter_options)) as store:
+            return store.recoverability()
+    except Exception as exc:  # noqa: BLE001 - a question about billing must not stop a sweep
+        from lakewarden.errors import error_line
+
+        return Recoverability(None, f"could not tell whether deletes here leave recoverable versions ({type(exc).__name__}: {error_line(exc, limit=200)})")
 
 
 __all__ = [
@@ -140,5 +164,6 @@ __all__ = [
     "read_addresses",
     "read_outcomes",
     "report_path",
+    "store_recoverability",
     "sweep_report",
 ]

@@ -35,6 +35,21 @@ class SweepResult:
     outcomes_csv: str
     engine: str = "process"
     error: str | None = None
+    #: whether the deletes left recoverable copies that still cost storage (S3 versioning, Azure
+    #: soft delete, GCS soft delete/versioning): True, False, or None when the store would not say
+    recoverable: bool | None = False
+    #: what is on and what to configure to free the space (empty when deletes free it)
+    recoverability: str = ""
+
+    def recoverability_note(self) -> str | None:
+        """The line a sweep prints when its deletes may not free the space (lakeFS#6807):
+        versioning or soft delete keeps what it deleted, or the store would not say; None when
+        the deletes free it."""
+        if self.recoverable is True:
+            return f"note: deleted objects stay recoverable and still cost storage: {self.recoverability}"
+        if self.recoverable is None and self.recoverability:
+            return f"note: {self.recoverability}; if versioning or soft delete is on, deleted objects still cost storage"
+        return None
 
 
 def new_sweep_id() -> str:

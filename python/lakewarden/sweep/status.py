@@ -40,6 +40,8 @@ class SweepStatus:
         self.deleted = 0
         self.failed = 0
         self._lock = threading.Lock()
+        #: fields this sweep adds to both summaries (e.g. the store's recoverability)
+        self.extra: dict[str, Any] = {}
 
     def start(self, *, num_marked: int | None, previously_deleted: int, lock_taken_over: dict[str, Any] | None) -> None:
         """Say a sweep started: before the first delete, after the lock is held."""
@@ -65,6 +67,7 @@ class SweepStatus:
         fields["finished_at"] = None  # the run is not finished while its sweep runs
         if lock_taken_over:
             fields["lock_taken_over"] = {**lock_taken_over, "by_sweep_id": self.sweep_id}
+        fields.update(self.extra)
         self.summary.update(fields)
         self._write_sweep_summary(
             {
@@ -80,6 +83,7 @@ class SweepStatus:
                 "num_previously_deleted": previously_deleted,
                 "resumed_from": resumed,
                 "lock_taken_over": fields.get("lock_taken_over"),
+                **self.extra,
             }
         )
         self._write_report_summary()
@@ -114,7 +118,7 @@ class SweepStatus:
     def finish(self, result: "SweepResult", extra: dict[str, Any] | None = None) -> None:
         """The last word: ``swept`` or ``sweep_failed`` with the merged counts."""
         status = SWEPT if result.success else SWEEP_FAILED
-        document = {**asdict(result), "status": status, "engine": self.engine, **(extra or {})}
+        document = {**asdict(result), "status": status, "engine": self.engine, **self.extra, **(extra or {})}
         document["lock_taken_over"] = self.summary.get("lock_taken_over")
         document["resumed_from"] = self.summary.get("resumed_from")
         self._write_sweep_summary(document)
