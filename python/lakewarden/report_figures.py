@@ -359,9 +359,18 @@ def _snapshot_figures(
     set_ids = sorted(reach.members)
     use_bits = len(set_ids) <= MAX_SET_BITS
     bit_of = {set_id: 1 << index for index, set_id in enumerate(set_ids)}
+    import pyarrow as pa
+
+    # an Arrow table becomes a local relation in the JVM; a list of Python rows would be
+    # pickled through Python worker processes (~1-2 s and ~1 GB to start them)
     set_of_commit = spark.createDataFrame(
-        [(commit_id, set_id, bit_of.get(set_id, 0)) for commit_id, set_id in zip(reach.commit_ids, reach.set_ids)],
-        "commit_id string, set_id string, bit long",
+        pa.table(
+            {
+                "commit_id": pa.array(reach.commit_ids, pa.string()),
+                "set_id": pa.array(reach.set_ids, pa.string()),
+                "bit": pa.array([bit_of.get(set_id, 0) for set_id in reach.set_ids], pa.int64()),
+            }
+        )
     )
     listed = (
         spark.table(f"{schema}.metaranges").select("meta_range_id", "range_id")
