@@ -847,6 +847,15 @@ class Scenario:
         return {self.addresses["abandoned-1"], self.addresses["abandoned-2"]}
 
 
+def use_scenario_credentials(monkeypatch: Any, tmp_path: Path) -> None:
+    """The environment extract reads in the end-to-end tests: the fake server's keys, no
+    lakectl config file, and lakeFS's and extract's one clock (the scenario's)."""
+    monkeypatch.setenv("LAKECTL_CREDENTIALS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("LAKECTL_CONFIG_FILE", str(tmp_path / "no-lakectl.yaml"))
+    monkeypatch.setattr("lakewarden.extract.api._now", lambda: SCENARIO_NOW)
+
+
 def build_scenario(namespace: Namespace, *, repo_id: str = "repo1", **options: Any) -> Scenario:
     now = SCENARIO_NOW
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from fake_lakefs import KEY, SECRET, SCENARIO_NOW, LocalNamespace, S3Namespace, Scenario, build_scenario
+from fake_lakefs import SCENARIO_NOW, LocalNamespace, S3Namespace, Scenario, build_scenario, use_scenario_credentials
 from lakewarden.cli import main
 from test_sweep_support import S3_ENV, moto_endpoint, new_bucket, s3_client_for
 
@@ -26,11 +26,7 @@ NOW = SCENARIO_NOW.isoformat().replace("+00:00", "Z")
 
 @pytest.fixture
 def creds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LAKECTL_CREDENTIALS_ACCESS_KEY_ID", KEY)
-    monkeypatch.setenv("LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY", SECRET)
-    monkeypatch.setenv("LAKECTL_CONFIG_FILE", str(tmp_path / "no-lakectl.yaml"))
-    # lakeFS and extract share one clock: the scenario's.
-    monkeypatch.setattr("lakewarden.extract.api._now", lambda: SCENARIO_NOW)
+    use_scenario_credentials(monkeypatch, tmp_path)
 
 
 def _marked(report: Path) -> set[str]:

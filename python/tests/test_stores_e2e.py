@@ -36,7 +36,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -46,17 +45,16 @@ from typing import Any, Callable
 
 import pytest
 
-from fake_lakefs import KEY, SECRET, SCENARIO_NOW, LocalNamespace, Namespace, Scenario, build_scenario
+from fake_lakefs import SCENARIO_NOW, LocalNamespace, Namespace, Scenario, build_scenario, use_scenario_credentials
 from lakewarden.cli import main
 from store_emulators import AZURITE_KEY
 from store_worlds import World, endpoint, make_world
-from test_sweep_support import S3_ENV
+from test_sweep_support import S3_ENV, wait_held
 
 pytestmark = pytest.mark.spark
 
 KINDS = ("local", "s3", "azure", "gcs")
 COMMITTED_NOW = SCENARIO_NOW.isoformat().replace("+00:00", "Z")
-REACH_TIMEOUT = 120.0
 
 
 class WallClockLocal(LocalNamespace):
@@ -106,10 +104,7 @@ def server(request: pytest.FixtureRequest) -> Callable[[str], str]:
 
 @pytest.fixture
 def creds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("LAKECTL_CREDENTIALS_ACCESS_KEY_ID", KEY)
-    monkeypatch.setenv("LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY", SECRET)
-    monkeypatch.setenv("LAKECTL_CONFIG_FILE", str(tmp_path / "no-lakectl.yaml"))
-    monkeypatch.setattr("lakewarden.extract.api._now", lambda: SCENARIO_NOW)
+    use_scenario_credentials(monkeypatch, tmp_path)
     # only the options on the command line reach the stores
     for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY", "STORAGE_EMULATOR_HOST", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
         monkeypatch.delenv(name, raising=False)
@@ -183,19 +178,6 @@ def start_sweep(store: Store, report: Path, tmp_path: Path, *, hold: str) -> sub
     command = [sys.executable, "-m", "lakewarden", "sweep", "--report", str(report), "--state", str(tmp_path / "sweep-state"),
                "--batch-size", "1", "--threads", "1", "--engine", "process", *store.args]
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_held(process: subprocess.Popen[str], tmp_path: Path) -> None:
-    marker = tmp_path / "held"
-    deadline = time.monotonic() + REACH_TIMEOUT
-    while not marker.exists():
-        if process.poll() is not None:
-            pytest.fail(f"sweep exited ({process.returncode}) before its hold point: {process.stderr.read() if process.stderr else ''}")
-        if time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("sweep never reached its hold point")
-        time.sleep(0.02)
-    assert int(marker.read_text().strip()) == process.pid
 
 
 def sweep(store: Store, report: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, Any], list[str]]:

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +21,11 @@ from typing import Any
 import pytest
 
 from test_sweep import read_outcomes_csv, write_report
-from test_sweep_support import S3_ENV, list_keys, moto_endpoint, new_bucket, put_keys
+from test_sweep_support import S3_ENV, list_keys, moto_endpoint, new_bucket, put_keys, wait_held
 
 BATCH = 50
 N_OBJECTS = 400
 #: how long a test waits for a sweep to reach its hold point before failing (not a timing assertion)
-REACH_TIMEOUT = 120.0
 
 
 @dataclass
@@ -83,20 +81,6 @@ def start_sweep(store: Store, report: Path, tmp_path: Path, hold: str | None = N
     if store.endpoint:
         command += ["--s3-endpoint", store.endpoint]
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_held(process: subprocess.Popen[str], tmp_path: Path) -> None:
-    marker = tmp_path / "held"
-    deadline = time.monotonic() + REACH_TIMEOUT
-    while not marker.exists():
-        if process.poll() is not None:
-            pytest.fail(f"sweep exited ({process.returncode}) before its hold point: {process.stderr.read() if process.stderr else ''}")
-        if time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("sweep never reached its hold point")
-        time.sleep(0.02)
-    assert int(marker.read_text().strip()) == process.pid
-    marker.unlink()
 
 
 def kill(process: subprocess.Popen[str]) -> None:

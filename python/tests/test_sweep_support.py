@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import http.client
 import logging
+import subprocess
 import threading
+import time
 import uuid
 import xml.etree.ElementTree as ET
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -184,3 +187,19 @@ def _per_key_slowdown(request_body: bytes) -> bytes:
 
 def _xml_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def wait_held(process: "subprocess.Popen[str]", tmp_path: Path, timeout: float = 120.0) -> None:
+    """Wait until a sweep started with ``LAKEWARDEN_SWEEP_HOLD`` (lakewarden.sweep.hooks) is held
+    at its point, the marker file naming its pid; then remove the marker."""
+    marker = tmp_path / "held"
+    deadline = time.monotonic() + timeout
+    while not marker.exists():
+        if process.poll() is not None:
+            pytest.fail(f"sweep exited ({process.returncode}) before its hold point: {process.stderr.read() if process.stderr else ''}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("sweep never reached its hold point")
+        time.sleep(0.02)
+    assert int(marker.read_text().strip()) == process.pid
+    marker.unlink()
