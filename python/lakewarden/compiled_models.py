@@ -310,9 +310,11 @@ class ModelRunner:
         elif node.language == "python":
             self._python_table(node)
         else:
+            from lakewarden.snapshot import sql_string
+
             file_format = node.config.get("file_format") or "parquet"
             location = self._locations.get(node.name)
-            where = "" if location is None else f"\nlocation '{_escaped(str(location))}'"
+            where = "" if location is None else f"\nlocation {sql_string(str(location))}"
             self._sql(f"create table {node.relation}\nusing {file_format}{where}\nas\n{node.code}", node)
 
     def _drop_other_kind(self, node: CompiledNode) -> None:
@@ -368,10 +370,6 @@ class ModelRunner:
             log.warning("%s", message)
             return message
         return None
-
-
-def _escaped(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -131,8 +131,8 @@ def sql_literal(value: Any, kind: str) -> str:
     if kind == "double":
         return repr(float(value))
     if kind == "timestamp" and isinstance(value, datetime):
-        return f"timestamp {_sql_string(value.isoformat())}"
-    return _sql_string(str(value))
+        return f"timestamp {sql_string(value.isoformat())}"
+    return sql_string(str(value))
 
 
 _ARROW_TYPES = {
@@ -291,7 +291,7 @@ def register_snapshot(spark: "SparkSession", checked: "CheckedSnapshot", *, sche
         _replace_view(spark, f"{schema}.{name}", select_sql, identity=checked.fingerprint)
     repository = checked.repository
     repository_sql = "select " + ", ".join(
-        f"cast({_sql_string(getattr(repository, column))} as {kind}) as `{column}`" for column, kind in declared["repository"]
+        f"cast({sql_string(getattr(repository, column))} as {kind}) as `{column}`" for column, kind in declared["repository"]
     )
     _replace_view(spark, f"{schema}.repository", repository_sql, identity=checked.fingerprint)
     counts = {**checked.row_counts, "repository": 1}
@@ -317,7 +317,7 @@ def _files_table(spark: "SparkSession", qualified: str, data: Path) -> str:
     if ddl is None:
         return f"parquet.{_quote_path(data)}"
     spark.sql(f"drop table if exists {qualified}")  # a catalog entry; the files stay
-    spark.sql(f"create table {qualified} ({ddl}) using parquet location {_sql_string(str(data))}")
+    spark.sql(f"create table {qualified} ({ddl}) using parquet location {sql_string(str(data))}")
     return qualified
 
 
@@ -377,7 +377,8 @@ def spark_type(kind: pa.DataType) -> str | None:
     return None
 
 
-def _sql_string(value: str) -> str:
+def sql_string(value: str) -> str:
+    """A Spark SQL string literal (backslashes and quotes escaped): the one definition."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -395,4 +396,4 @@ def _replace_view(spark: "SparkSession", qualified: str, select_sql: str, *, ide
             return
         if existing.tableType != "VIEW":
             spark.sql(f"drop table {qualified}")
-    spark.sql(f"create or replace view {qualified} comment {_sql_string(comment)} as {select_sql}")
+    spark.sql(f"create or replace view {qualified} comment {sql_string(comment)} as {select_sql}")

@@ -68,16 +68,14 @@ def _ddl(table: str) -> str:
     return source_ddl("lakewarden", table)
 
 
-def _quoted(path: Path) -> str:
-    return "'" + str(path).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def register_state_tables(spark: "SparkSession", state: Path) -> None:
     """Point the session's state tables at ``STATE/tables/<name>`` (created empty when absent).
 
     Cheap (three catalog entries, no scan) and idempotent; a session that is handed another
     state dir (the test suite does that) re-points them: dropping an external table never
     deletes its files."""
+    from lakewarden.snapshot import sql_string
+
     state = Path(state).resolve()
     key = id(spark)
     if _registered.get(key) == state:
@@ -87,7 +85,7 @@ def register_state_tables(spark: "SparkSession", state: Path) -> None:
         location = table_location(state, table)
         location.mkdir(parents=True, exist_ok=True)
         spark.sql(f"drop table if exists {qualified(table)}")
-        spark.sql(f"create table {qualified(table)} ({_ddl(table)}) using parquet location {_quoted(location)}")
+        spark.sql(f"create table {qualified(table)} ({_ddl(table)}) using parquet location {sql_string(str(location))}")
     _registered[key] = state
 
 
