@@ -86,8 +86,9 @@ def dbt_version() -> str:
 def manifest_cache_dirs(project: Path) -> list[Path]:
     """Where a parsed manifest may be found or kept: the project's ``target/`` (a checkout, or the
     copy an installed wheel carries), then the user's cache directory (a read-only install)."""
-    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lakewarden"
-    return [project / "target" / MANIFEST_CACHE, user_cache / MANIFEST_CACHE]
+    from lakewarden.user_cache import user_cache_dir
+
+    return [project / "target" / MANIFEST_CACHE, user_cache_dir() / MANIFEST_CACHE]
 
 
 def parsed_manifest(location: Sequence[str]) -> Any:

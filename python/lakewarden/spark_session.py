@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
+    from lakewarden.jvm_classes import ArchivePlan
+
 DEFAULT_STATE_DIR = ".lakewarden"
 
 
@@ -132,14 +134,37 @@ def get_or_create(state: Path, *, app_name: str = "lakewarden", master: str | No
             # Python workers must import lakewarden: run them with this interpreter (the venv's),
             # not whatever python3 is first on PATH (SparkContext reads PYSPARK_PYTHON).
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        for key, value in spark_conf(scratch_warehouse(state)).items():
+        conf = spark_conf(scratch_warehouse(state))
+        archive = class_archive(conf)
+        if archive is not None:
+            conf["spark.driver.extraJavaOptions"] += " " + archive.options
+        for key, value in conf.items():
             builder = builder.config(key, value)
+    else:
+        archive = None
     session = builder.getOrCreate()
+    if archive is not None:
+        from lakewarden.jvm_classes import write_at_exit
+
+        write_at_exit(session, archive)
     # Spark logs failed tasks (e.g. a malformed snapshot line) as ERROR with JVM stack traces;
     # lakewarden reports those errors itself in one line, so only FATAL goes to the terminal.
     session.sparkContext.setLogLevel(os.environ.get("LAKEWARDEN_SPARK_LOG_LEVEL", "FATAL"))
     register_state_tables(session, state)
     return session
+
+
+def class_archive(conf: dict[str, str]) -> "ArchivePlan | None":
+    """The JVM class-data archive this process's JVM uses or writes (lakewarden.jvm_classes):
+    none when ``LAKEWARDEN_SPARK_CONF`` sets the driver's Java options itself, or this process
+    already has a JVM (a stopped session's: the new one reuses it as it is)."""
+    from pyspark import SparkContext
+
+    from lakewarden.jvm_classes import plan
+
+    if "spark.driver.extraJavaOptions" in extra_spark_conf() or SparkContext._gateway is not None:
+        return None
+    return plan(conf.get("spark.driver.memory", ""))
 
 
 def spark_jobs_started(spark: "SparkSession") -> int | None:

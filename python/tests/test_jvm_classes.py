@@ -1,0 +1,123 @@
+"""The JVM class-data archive (lakewarden.jvm_classes): when a JVM writes one, when one is used,
+that a truncated or foreign archive never is, and, end to end, that a process writes it at exit
+and the next process's JVM starts with it and works."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from lakewarden import jvm_classes
+from lakewarden.jvm_classes import archive_key, plan, prune
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("LAKEWARDEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("LAKEWARDEN_JVM_CACHE", raising=False)
+    return tmp_path / "cache" / "jvm"
+
+
+def test_first_process_writes_an_archive_at_exit(cache: Path) -> None:
+    first = plan("4g")
+    assert first is not None and first.use is None and first.write is not None
+    assert first.write.parent == cache and first.write.name.endswith(".partial")
+    assert f"-XX:ArchiveClassesAtExit={first.write}" in first.options
+    assert "-Xlog:cds=off" in first.options  # the JVM's CDS log lines never reach stdout
+
+
+def test_a_whole_archive_is_used_and_a_truncated_one_is_not(cache: Path) -> None:
+    key = plan("4g").key
+    cache.mkdir(parents=True, exist_ok=True)
+    truncated = cache / f"{key}-1000.jsa"
+    truncated.write_bytes(b"x" * 10)  # its name says 1000 bytes: a JVM would crash on it
+    assert plan("4g").use is None
+    whole = cache / f"{key}-12.jsa"
+    whole.write_bytes(b"x" * 12)
+    used = plan("4g")
+    assert used is not None and used.use == whole and used.write is None
+    assert f"-XX:SharedArchiveFile={whole}" in used.options
+    # another heap setting is another key: that archive is not for it
+    assert plan("1g").use is None
+
+
+def test_key_follows_java_jars_and_heap(tmp_path: Path) -> None:
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("")
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"1")
+    base = archive_key(java, jars, "4g")
+    assert archive_key(java, jars, "4g") == base
+    assert archive_key(java, jars, "2g") != base
+    (jars / "spark-sql.jar").write_bytes(b"22")
+    assert archive_key(java, jars, "4g") != base
+
+
+def test_off_switch(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKEWARDEN_JVM_CACHE", "off")
+    assert plan("4g") is None
+
+
+def test_prune_keeps_the_newest_and_drops_abandoned_partials(tmp_path: Path) -> None:
+    for index in range(5):
+        archive = tmp_path / f"k{index}-1.jsa"
+        archive.write_bytes(b"x")
+        os.utime(archive, (1000 + index, 1000 + index))
+    abandoned = tmp_path / "k9.1-aa.partial"
+    abandoned.write_bytes(b"x")
+    old = time.time() - jvm_classes.STALE_PARTIAL_SECONDS - 10
+    os.utime(abandoned, (old, old))
+    writing = tmp_path / "k9.2-bb.partial"
+    writing.write_bytes(b"x")
+    prune(tmp_path, keep=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k2-1.jsa", "k3-1.jsa", "k4-1.jsa", "k9.2-bb.partial"]
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from lakewarden.spark_session import get_or_create
+
+    spark = get_or_create(Path(sys.argv[1]))
+    assert spark.range(1000).selectExpr("id % 7 as k").groupBy("k").count().count() == 7
+    arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    print("ARGS", " ".join(a for a in arguments if "Archive" in a))
+    """
+)
+
+
+def test_a_process_keeps_its_archive_and_the_next_one_starts_with_it(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "LAKEWARDEN_CACHE_DIR": str(tmp_path / "cache"),
+        "LAKEWARDEN_PROGRESS": "plain",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    env.pop("LAKEWARDEN_JVM_CACHE", None)
+    env.pop("LAKEWARDEN_SPARK_CONF", None)
+    jvm = tmp_path / "cache" / "jvm"
+
+    first = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "ARGS -XX:ArchiveClassesAtExit=" in first.stdout
+    assert "JVM class archive kept" in first.stderr
+    archives = list(jvm.glob("*.jsa"))
+    assert len(archives) == 1 and not list(jvm.glob("*.partial"))
+    size = int(archives[0].stem.rsplit("-", 1)[1])
+    assert archives[0].stat().st_size == size > 1_000_000
+
+    second = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert f"ARGS -XX:SharedArchiveFile={archives[0]}" in second.stdout
+    assert "[cds]" not in second.stdout + second.stderr
+    assert "keeping the JVM" not in second.stderr  # nothing written again
+    assert list(jvm.glob("*.jsa")) == archives
