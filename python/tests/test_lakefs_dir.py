@@ -10,6 +10,7 @@ a sweep must refuse one even when a report names it.
 
 from __future__ import annotations
 
+import csv
 import io
 from collections.abc import Iterator
 from datetime import timedelta
@@ -154,3 +155,88 @@ def test_extract_reads_past_strays_on_s3(s3_endpoint: str, creds: None, tmp_path
     code = _extract(scenario, tmp_path / "snap", "--s3-endpoint", s3_endpoint, "--s3-region", "us-east-1")
     assert code == 0, capsys.readouterr().err
     _assert_snapshot_ignores_strays(scenario, tmp_path / "snap")
+
+
+# -- uncommitted GC: listing, inventories, sweep (embedded Spark) --------------------------------
+
+
+def _report_rows(report: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def _under_lakefs(address: str) -> bool:
+    from urllib.parse import unquote
+
+    text = unquote(unquote(address)).replace("\\", "/").casefold()
+    return "_lakefs" in text.split("/") or "/_lakefs/" in text
+
+
+@pytest.mark.spark
+def test_listing_never_marks_lakefs_and_the_sweep_refuses_it(
+    spark: Any, test_state_dir: Path, creds: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A local namespace with strays in _lakefs/ (old enough for any --min-age): the listing
+    leaves them out, so the dry run marks exactly the abandoned objects; a report edited to name
+    them anyway (plainly and dot-segment-disguised) gets them refused by the sweep, one by one,
+    while the abandoned objects go."""
+    scenario = build_scenario(LocalNamespace(tmp_path / "storage" / "ns"))
+    fake = scenario.fake
+    _plant(fake.ns, fake, directory_marker=False)
+    assert _extract(scenario, tmp_path / "snap") == 0, capsys.readouterr().err
+    report = tmp_path / "report"
+    code = main(["gc", "uncommitted", "--snapshot", str(tmp_path / "snap"), "--state", str(test_state_dir),
+                 "--report", str(report), "--now", NOW, "--dry-run", "--clean"])
+    assert code == 0, capsys.readouterr().err
+    header, rows = _report_rows(report)
+    assert {r["address"] for r in rows} == scenario.abandoned
+    assert not any(_under_lakefs(r["physical_address"]) for r in rows)
+
+    lakefs_keys = sorted(k for k in fake.ns.root.rglob("*") if k.is_file() and "_lakefs" in k.parts)  # type: ignore[attr-defined]
+    assert len(lakefs_keys) > len(STRAYS)  # strays, leftovers, lakeFS's ranges and GC files
+    named = [str(k.relative_to(fake.ns.root)) for k in lakefs_keys]  # type: ignore[attr-defined]
+    named += ["data/../_lakefs/tmp/upload-0001.tmp", "data//..//_lakefs/refs_dump/commits.json"]
+    with open(report / "addresses.csv", "a", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header)
+        for address in named:
+            writer.writerow({**dict.fromkeys(header, ""), "address": address, "address_type": "RELATIVE",
+                             "physical_address": f"{fake.ns.uri}/{address}"})
+    capsys.readouterr()
+    assert main(["sweep", "--report", str(report)]) == 1
+    assert all(k.is_file() for k in lakefs_keys)  # nothing under _lakefs/ went
+    assert not any(fake.ns.exists(a) for a in scenario.abandoned)  # the marked objects did
+    with open(report / "sweep" / "outcomes.csv", newline="", encoding="utf-8") as handle:
+        outcomes = {row["address"]: row for row in csv.DictReader(handle)}
+    assert {a for a, o in outcomes.items() if o["status"] == "deleted"} == scenario.abandoned
+    assert all(outcomes[a]["status"] == "failed" and outcomes[a]["reason"].startswith("unsafe:") for a in named)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("kind", ["azure", "gcs"])
+def test_cloud_inventories_listing_lakefs_mark_none_of_it(spark: Any, test_state_dir: Path, tmp_path: Path, kind: str) -> None:
+    """An Azure Blob Inventory or a GCS inventory report lists _lakefs/ like any prefix (in several
+    spellings here): the job marks the abandoned object and none of those."""
+    from test_gc_uncommitted_support import Repo
+    from test_inventories import AZ_NS, GS_NS, _azure, _gcs
+
+    namespace, prefix = {"azure": (AZ_NS, "container/repo/ns/"), "gcs": (GS_NS, "repo/ns/")}[kind]
+    lakefs = ["_lakefs/range", "_LAKEFS/x", "%5Flakefs/y", "data/../_lakefs/z", "_lakefs", "_lakefs/retention/gc/uncommitted/r/uncommitted/p"]
+    names = ["data/abandoned", *lakefs]
+    if kind == "azure":
+        rows: list[dict[str, Any]] = [
+            {"Name": prefix + n, "Content-Length": "5", "Last-Modified": "2026-01-01T00:00:00Z", "Deleted": "false",
+             "Snapshot": "", "IsCurrentVersion": "true"} for n in names
+        ]
+        manifest = _azure(tmp_path, "csv", rows)
+    else:
+        rows = [{"project": "p", "bucket": "bucket", "name": prefix + n, "size": "5", "updated": "2026-01-01T00:00:00Z"} for n in names]
+        manifest = _gcs(tmp_path, "csv", rows)
+    repo = Repo(tmp_path / "repo", namespace=namespace, write_objects=False, genesis=False)
+    repo.write_snapshot()
+    report = tmp_path / "report"
+    code = main(["gc", "uncommitted", "--snapshot", str(repo.snapshot_dir), "--state", str(test_state_dir), "--report",
+                 str(report), "--inventory", str(manifest), "--now", "2026-01-02T15:04:05Z", "--dry-run", "--clean"])
+    assert code == 0
+    _, marked = _report_rows(report)
+    assert [r["physical_address"] for r in marked] == [f"{namespace}/data/abandoned"]
