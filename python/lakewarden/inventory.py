@@ -30,7 +30,7 @@ import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
@@ -326,15 +326,21 @@ def read_inventory(
     work_dir: str | os.PathLike[str] | None = None,
     require_checksum: bool = True,
     verify_data_files: bool = True,
+    now: datetime | None = None,
+    min_age: timedelta | None = None,
 ) -> "DataFrame":
     """The objects an S3 Inventory report lists under ``storage_namespace`` (:data:`INVENTORY_SCHEMA`).
 
     Validates before reading: checksum, format, ``fileSchema`` with a Key, the inventory's
-    bucket is the namespace's, every data file present (and matching its size/MD5). Delete
-    markers and non-current versions are left out. A ``LastModifiedDate`` missing from the
-    schema gives null ``last_modified`` (callers must treat unknown age as too young).
+    bucket is the namespace's, its age when ``min_age`` is given (the same check as Azure's and
+    GCS's: a report older than ``min_age`` at ``now``, or without ``creationTimestamp``, cannot
+    vouch for objects younger than that), every data file present (and matching its size/MD5).
+    Delete markers and non-current versions are left out. A ``LastModifiedDate`` missing from
+    the schema gives null ``last_modified`` (callers must treat unknown age as too young).
     """
     from pyspark.sql import functions as F
+
+    from lakewarden.inventories.common import S3_CREATED_FIELD, check_age, s3_created
 
     ns = _namespace(storage_namespace)
     parsed = load_manifest(manifest, s3_options=s3_options, require_checksum=require_checksum)
@@ -342,6 +348,10 @@ def read_inventory(
         raise BadInput(f"an S3 inventory cannot describe the {ns.scheme}:// namespace {storage_namespace}", source=manifest, field="sourceBucket")
     if parsed.source_bucket != ns.authority:
         raise BadInput(f"inventory of bucket {parsed.source_bucket!r}, the storage namespace is in {ns.authority!r}", source=manifest, field="sourceBucket")
+    if min_age is not None:
+        created = s3_created(parsed.raw, manifest, required=True)
+        assert created is not None
+        check_age(created, now or datetime.now(timezone.utc), min_age, manifest=manifest, field=S3_CREATED_FIELD)
     paths = local_data_files(parsed, s3_options=s3_options, work_dir=Path(work_dir) if work_dir else None, verify=verify_data_files)
     files = [str(path) for path in paths]
     names = parsed.field_index()
@@ -532,9 +542,13 @@ def storage_inventory(
     parallelism: int | None = None,
     local_blockstore: str | None = None,
     store_options: "StoreOptions | None" = None,
+    now: datetime | None = None,
+    min_age: timedelta | None = None,
 ) -> "DataFrame":
     """The inventory report at ``manifest`` when given (S3 Inventory, Azure Blob Inventory or a
     GCS inventory report, told apart by the manifest's fields), else a listing of the namespace.
+    With ``min_age``, a report taken longer than that before ``now`` is bad input, whatever its
+    kind (:func:`lakewarden.inventories.common.check_age`).
 
     A ``local://`` namespace (lakeFS's local blockstore) is listed as the directory it is under
     ``local_blockstore``, and its objects are named ``local://...`` again, as lakeFS names them.
@@ -547,8 +561,10 @@ def storage_inventory(
 
         options = _store_options(s3_options, store_options)
         if inventory_kind(load_json(manifest, options)) in ("azure", "gcs"):
-            return read_cloud_inventory(spark, manifest, storage_namespace, store_options=options, work_dir=work_dir)
-        return read_inventory(spark, manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir)
+            return read_cloud_inventory(
+                spark, manifest, storage_namespace, store_options=options, work_dir=work_dir, now=now, min_age=min_age
+            )
+        return read_inventory(spark, manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir, now=now, min_age=min_age)
     if local_blockstore is None and store_options is not None:
         local_blockstore = store_options.local_blockstore
     root = blockstore_root(storage_namespace, local_blockstore)

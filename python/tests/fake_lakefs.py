@@ -52,7 +52,7 @@ from datetime import datetime, timedelta, timezone
 from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import parse_qs, unquote, urlparse
 
 import lakefs_sdk
@@ -322,6 +322,10 @@ class FakeLakeFS:
         self.requests: list[tuple[str, str]] = []
         self.disabled: set[str] = set()
         self.forbidden: str | None = None  # regex over "METHOD /path-after-repo": answered 403
+        #: one-shot actions run right after the named endpoint (a ``_ROUTES`` name) answered: what
+        #: another lakeFS user does while extract runs (``after_request["list_branches"] =
+        #: lambda: fake.delete_branch("dev")`` deletes dev between the listing and what follows)
+        self.after_request: dict[str, Callable[[], None]] = {}
         self.tasks: dict[str, _Task] = {}
         self.created = created
         self._lock = threading.RLock()
@@ -692,7 +696,11 @@ class _Handler(BaseHTTPRequestHandler):
                 if m and route_method == method:
                     if name in fake.disabled:
                         return self._error(404, "path not found")
-                    return getattr(self, f"_{name}")(query, body, **{k: unquote(v) for k, v in m.groupdict().items()})
+                    getattr(self, f"_{name}")(query, body, **{k: unquote(v) for k, v in m.groupdict().items()})
+                    action = fake.after_request.pop(name, None)
+                    if action is not None:
+                        action()
+                    return None
             return self._error(404, "path not found")
 
     # -- endpoints ----------------------------------------------------------------------------

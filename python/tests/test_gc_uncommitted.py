@@ -316,7 +316,7 @@ def test_min_age_below_an_hour_needs_force(sample: SampleRepository, test_state_
 
 
 # S3 Inventory reports for a repository on s3://source-bucket/repo/ns (test_inventory's layout)
-from test_inventory import BUCKET, NS, OBJECTS, T0, _rewrite_manifest, write_inventory  # noqa: E402
+from test_inventory import BUCKET, CREATED, NS, OBJECTS, T0, _rewrite_manifest, write_inventory  # noqa: E402
 
 
 def s3_repo(root: Path, bucket: str = BUCKET) -> Repo:
@@ -339,7 +339,8 @@ def test_inventory_report_drives_a_clean_run(spark, test_state_dir: Path, tmp_pa
     assert run_uc(repo.snapshot_dir, test_state_dir, report, now, "--inventory", str(manifest), "--dry-run", "--clean") == 0
     # of test_inventory's objects inside the namespace: data/a is committed, "with space" staged
     assert marked(report) == {f"s3://{BUCKET}/repo/ns/data/plus+sign", f"s3://{BUCKET}/repo/ns/data/ünï"}
-    assert summary(report)["storage_observed_at"].startswith("2026-01-02T03:04:05")  # the manifest's creationTimestamp
+    assert summary(report)["storage_observed_at"].startswith("2026-01-03T15:04:05")  # the manifest's creationTimestamp
+    assert CREATED.isoformat().startswith("2026-01-03T15:04:05")
 
 
 def _checksum_mismatch(manifest: Path) -> str:
@@ -357,6 +358,14 @@ def _missing_data_file(manifest: Path) -> str:
 def _no_key_field(manifest: Path) -> str:
     _rewrite_manifest(manifest, fileSchema="Bucket, Size, LastModifiedDate")
     return "fileSchema: has no Key field"
+
+
+def _too_old(manifest: Path) -> str:
+    """Taken 36 hours before --now (T0 + 2 days): the default --min-age (24h) refuses it, as for
+    Azure and GCS reports."""
+    taken = T0 + timedelta(hours=12)
+    _rewrite_manifest(manifest, creationTimestamp=str(int(taken.timestamp() * 1000)))
+    return f"manifest.json: creationTimestamp: inventory taken at {taken.isoformat()} is older than --min-age allows (1 day, 0:00:00)"
 
 
 #: test_inventory's objects inside the namespace, stored in the test bucket (the inventory lists them)
@@ -411,8 +420,8 @@ def test_intact_inventory_on_s3_marks_and_sweeps(spark, test_state_dir: Path, tm
 
 @pytest.mark.parametrize(
     "damage",
-    [_checksum_mismatch, _missing_data_file, _no_key_field, "other-bucket"],
-    ids=["checksum-mismatch", "missing-data-file", "schema-without-key", "other-bucket"],
+    [_checksum_mismatch, _missing_data_file, _no_key_field, _too_old, "other-bucket"],
+    ids=["checksum-mismatch", "missing-data-file", "schema-without-key", "too-old-for-min-age", "other-bucket"],
 )
 def test_bad_inventory_exits_2_and_deletes_nothing(spark, test_state_dir: Path, tmp_path: Path, capsys, s3_endpoint: str, monkeypatch, damage) -> None:
     code, bucket, left, message = _inventory_run_on_s3(spark, test_state_dir, tmp_path, s3_endpoint, monkeypatch, damage)

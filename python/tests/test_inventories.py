@@ -187,12 +187,22 @@ def test_not_json_and_unknown_kind(spark: Any, tmp_path: Path) -> None:
 
 
 def test_too_old_for_min_age(spark: Any, tmp_path: Path) -> None:
-    manifest = _gcs(tmp_path, "csv", _gcs_rows())
+    """The one age check (inventories.common.check_age, the S3 reader's too), naming each kind's
+    manifest and the field its time came from."""
     taken = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
-    read_cloud_inventory(spark, str(manifest), GS_NS, now=taken + timedelta(hours=1), min_age=timedelta(hours=2))
-    with pytest.raises(BadInput) as raised:
-        read_cloud_inventory(spark, str(manifest), GS_NS, now=taken + timedelta(hours=3), min_age=timedelta(hours=2))
-    assert raised.value.field == "created" and "older than --min-age" in str(raised.value)
+    azure_dir = tmp_path / "azure"
+    azure_dir.mkdir()
+    for manifest, namespace, field in (
+        (_gcs(tmp_path, "csv", _gcs_rows()), GS_NS, "snapshot_time"),
+        (_azure(azure_dir, "csv", _azure_rows()), AZ_NS, "inventoryCompletionTime"),
+    ):
+        read_cloud_inventory(spark, str(manifest), namespace, now=taken + timedelta(hours=1), min_age=timedelta(hours=2))
+        with pytest.raises(BadInput) as raised:
+            read_cloud_inventory(spark, str(manifest), namespace, now=taken + timedelta(hours=3), min_age=timedelta(hours=2))
+        assert (raised.value.source, raised.value.field) == (str(manifest), field)
+        assert str(raised.value) == (
+            f"{manifest}: {field}: inventory taken at 2026-01-02T03:04:05+00:00 is older than --min-age allows (2:00:00)"
+        )
 
 
 def test_gcs_inventory_on_the_emulator(spark: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:

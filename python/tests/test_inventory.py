@@ -25,6 +25,8 @@ from test_sweep_support import list_keys, moto_endpoint, new_bucket, put_keys, s
 pytestmark = pytest.mark.spark
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+#: When the reports below were taken (creationTimestamp): after every object they list was written
+CREATED = T0 + timedelta(hours=36)
 BUCKET = "source-bucket"
 NS = f"s3://{BUCKET}/repo/ns"
 
@@ -73,7 +75,7 @@ def _arrow_table(rows: Sequence[tuple[str, int, int, bool, bool]], bucket: str =
     )
 
 
-def write_inventory(root: Path, file_format: str, rows: Sequence[tuple[str, int, int, bool, bool]] = OBJECTS, *, parts: int = 2, bucket: str = BUCKET, file_schema: str | None = None) -> Path:
+def write_inventory(root: Path, file_format: str, rows: Sequence[tuple[str, int, int, bool, bool]] = OBJECTS, *, parts: int = 2, bucket: str = BUCKET, file_schema: str | None = None, created: datetime = CREATED) -> Path:
     """An S3 Inventory report as AWS lays it out in the destination bucket, rooted at ``root``."""
     config = "inv-config"
     data_files = []
@@ -105,7 +107,7 @@ def write_inventory(root: Path, file_format: str, rows: Sequence[tuple[str, int,
         "sourceBucket": bucket,
         "destinationBucket": "arn:aws:s3:::inventory-destination",
         "version": "2016-11-30",
-        "creationTimestamp": "1767323045000",
+        "creationTimestamp": str(int(created.timestamp() * 1000)),
         "fileFormat": file_format,
         "fileSchema": file_schema,
         "files": data_files,
@@ -176,6 +178,27 @@ def _rewrite_manifest(manifest: Path, **changes: Any) -> None:
     body = json.dumps(raw).encode()
     manifest.write_bytes(body)
     (manifest.parent / "manifest.checksum").write_text(hashlib.md5(body).hexdigest())
+
+
+def test_s3_inventory_too_old_for_min_age(utc_spark: Any, tmp_path: Path) -> None:
+    """The same check, wording and exit as Azure's and GCS's (inventories.common.check_age), naming
+    the S3 manifest and its creationTimestamp; a report without one has an unknown age."""
+    manifest = write_inventory(tmp_path / "a", "CSV")
+    hours = timedelta(hours=1)
+    assert _rows(read_inventory(utc_spark, str(manifest), NS, now=CREATED + hours, min_age=2 * hours)) == EXPECTED
+    with pytest.raises(BadInput) as raised:
+        read_inventory(utc_spark, str(manifest), NS, now=CREATED + 3 * hours, min_age=2 * hours)
+    assert (raised.value.source, raised.value.field) == (str(manifest), "creationTimestamp")
+    assert str(raised.value) == (
+        f"{manifest}: creationTimestamp: inventory taken at {CREATED.isoformat()} "
+        "is older than --min-age allows (2:00:00)"
+    )
+    with pytest.raises(BadInput, match="older than --min-age allows"):  # through the reader every job uses
+        storage_inventory(utc_spark, NS, str(manifest), now=CREATED + 3 * hours, min_age=2 * hours)
+    _rewrite_manifest(manifest, creationTimestamp=None)
+    with pytest.raises(BadInput, match=r"manifest.json: creationTimestamp: missing \(the report's age is unknown\)"):
+        read_inventory(utc_spark, str(manifest), NS, now=CREATED, min_age=2 * hours)
+    assert _rows(read_inventory(utc_spark, str(manifest), NS)) == EXPECTED  # no age asked for: read as before
 
 
 def test_bad_inventories(utc_spark: Any, tmp_path: Path) -> None:

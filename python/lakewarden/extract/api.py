@@ -35,6 +35,7 @@ from lakewarden.extract.config import LakeFSConfig, api_base_url
 
 __all__ = [
     "LakeFSApi",
+    "NotFound",
     "BranchRow",
     "CommitRow",
     "StagedRow",
@@ -53,6 +54,12 @@ SLOW_REQUEST_TIMEOUT = 900.0
 TASK_TIMEOUT = 3600.0
 #: HTTP statuses meaning "this lakeFS has no such endpoint" (older servers; proxies).
 ABSENT = frozenset({404, 405, 501})
+
+
+class NotFound(BadInput):
+    """lakeFS answered 404 for something that existed a moment ago (a branch deleted while
+    extract runs, an entry unstaged since it was listed): callers that expect such races catch
+    it; anywhere else it is bad input like any other."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +201,7 @@ class LakeFSApi:
             verb = "rejected the credentials" if status == 401 else "denied access"
             return BadInput(f"lakeFS at {self.config.endpoint} {verb} ({status}) while {what}{hint}")
         if status == 404:
-            return BadInput(f"not found in lakeFS ({what}): {_server_message(exc)}", field="--repo")
+            return NotFound(f"not found in lakeFS ({what}): {_server_message(exc)}", field="--repo")
         return BadInput(f"lakeFS error {status} while {what}: {_server_message(exc)}")
 
     def _wait(self, what: str, poll: Callable[[], T | None]) -> T:
@@ -381,6 +388,11 @@ class LakeFSApi:
 
         Tombstones (``removed``) are not listed. Physical addresses inside the namespace are
         made RELATIVE, like committed entries, so the jobs compare like with like.
+
+        An object the diff listed whose stat answers 404 was deleted or reset since (or its
+        branch was): it is no longer staged, and lakeFS's own GC would not protect it either, so
+        it is skipped. A 404 on the diff itself raises :class:`NotFound` (the branch is gone,
+        or never was: the caller decides).
         """
         rows: list[StagedRow] = []
         prefix = storage_namespace.rstrip("/") + "/"
@@ -388,13 +400,17 @@ class LakeFSApi:
         for diff in diffs:
             if diff.type not in ("added", "changed") or diff.path_type != "object":
                 continue
-            stat = self._must(
-                f"stat-ing {diff.path!r} on {branch_id!r}",
-                self.objects_api.stat_object,
-                self.repository,
-                branch_id,
-                diff.path,
-            )
+            try:
+                stat = self._must(
+                    f"stat-ing {diff.path!r} on {branch_id!r}",
+                    self.objects_api.stat_object,
+                    self.repository,
+                    branch_id,
+                    diff.path,
+                )
+            except NotFound:
+                log.info("%r on branch %r is no longer staged (gone since the diff listed it)", diff.path, branch_id)
+                continue
             address = stat.physical_address
             if address.startswith(prefix):
                 address, address_type = address[len(prefix):], "RELATIVE"

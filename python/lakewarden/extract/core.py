@@ -4,12 +4,15 @@ Order of work, chosen so that bad input fails before anything is written, a part
 never looks complete, and what lakeFS changes while extract runs errs on the side of keeping:
 
 1. refuse an existing non-empty output directory (unless ``force``);
-2. read the repository and its GC rules; with rules, ask lakeFS for its own GC answer
-   (prepare_commits) *first*: every commit it keeps then already exists when refs are dumped;
+2. read the repository and its GC rules, and list every branch (hidden ones included); with
+   rules, ask lakeFS for its own GC answer (prepare_commits) *next*: every commit it keeps then
+   already exists when refs are dumped, and every branch head it saw was listed;
 3. ask lakeFS for the staged entries (prepare_uncommited; diff + stat on servers without it)
    *before* the refs dump: an entry committed in between is then in the dump, so no object
    can fall between "staged" and "committed";
-4. dump the refs (every commit, branch and tag) and read the dump from ``_lakefs/``;
+4. dump the refs (every commit, branch and tag) and read the dump from ``_lakefs/``; a branch
+   listed in step 2 and deleted since is kept at its listed head (lakeFS #9772: lakeFS's answer
+   may have kept that head as a branch head);
 5. read each commit's metarange, then each range not yet in the cache;
 6. write every table into a hidden temporary directory beside the output and rename it into
    place only at the end (a failure removes the temporary directory).
@@ -33,11 +36,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakewarden.errors import BadInput
-from lakewarden.extract.api import BranchRow, CommitRow, LakeFSApi, StagedRow
+from lakewarden.extract.api import BranchRow, CommitRow, LakeFSApi, NotFound, StagedRow
 from lakewarden.extract.config import LakeFSConfig
 from lakewarden.extract.gc_prepared import GC_COMMITS_CSV, save_gc_commits, write_prepared_staged
 from lakewarden.extract.ranges import RANGES_SCHEMA, RangeCache, decode_range_table, read_metarange
-from lakewarden.extract.refs import InconsistentDump, read_refs_dump
+from lakewarden.extract.refs import InconsistentDump, keep_deleted_branches, read_refs_dump
 from lakewarden.extract.storage import MetadataStore, open_store
 from lakewarden.snapshot import arrow_schemas
 
@@ -69,6 +72,8 @@ class ExtractResult:
     staged_source: str = ""
     api_calls: int = 0
     dump_endpoint: str = ""
+    #: branches deleted while extract ran, kept at the head they were listed with
+    deleted_branches: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
         tables = ", ".join(f"{n} {t}" for t, n in self.rows.items())
@@ -77,10 +82,15 @@ class ExtractResult:
             if self.gc_rules
             else "; no GC rules set"
         )
+        deleted = (
+            f"; branches deleted while extracting, kept at their listed heads: {', '.join(sorted(self.deleted_branches))}"
+            if self.deleted_branches
+            else ""
+        )
         return (
             f"extracted {self.repository['repository_id']} into {self.snapshot_dir}: {tables}; "
             f"ranges: {self.ranges_total} ({self.ranges_reused} reused from cache, {self.ranges_read} read)"
-            f"{gc}; staged from {self.staged_source}; {self.api_calls} lakeFS API calls"
+            f"{gc}; staged from {self.staged_source}{deleted}; {self.api_calls} lakeFS API calls"
         )
 
 
@@ -118,6 +128,29 @@ def _staged_columns(rows: list[StagedRow]) -> dict[str, list[Any]]:
         "address_type": [r.address_type for r in rows],
         "last_modified": [r.last_modified for r in rows],
     }
+
+
+def _staged_by_diff(api: LakeFSApi, listed: list[tuple[str, str]], namespace: str) -> list[StagedRow]:
+    """Staged entries of every listed branch by diff + stat (servers without prepare_uncommited).
+
+    A branch deleted after the listing answers 404 (lakeFS #9772): lakeFS dropped its staged
+    entries with it, so there is nothing left to read and its objects are what lakeFS's own
+    uncommitted GC collects; extract logs it and goes on. A branch that answers 404 yet is still
+    listed is a race extract cannot settle: one line asking to run it again.
+    """
+    rows: list[StagedRow] = []
+    for branch_id, _ in listed:
+        try:
+            rows.extend(api.staged_by_diff(branch_id, namespace))
+        except NotFound:
+            if branch_id in {b for b, _ in api.branch_ids(show_hidden=True)}:
+                raise BadInput(
+                    f"branch {branch_id!r} answered 404 while its staged entries were read, yet lakeFS still "
+                    "lists it (deleted and created again?); run extract again",
+                    field="--repo",
+                ) from None
+            log.warning("branch %r was deleted while extract read staged entries: lakeFS dropped them with it", branch_id)
+    return rows
 
 
 def _decode_into_cache(store: MetadataStore, cache: RangeCache, range_id: str) -> int:
@@ -176,13 +209,13 @@ def extract_repository(
         namespace = repo["storage_namespace"]
         store = open_store(namespace, store_options=options)
         rules = api.gc_rules()
+        listed = api.branch_ids(show_hidden=True)  # every head lakeFS's GC answer can have seen
         gc_prepared = api.prepare_gc_commits() if rules is not None else None
         uncommitted = api.prepare_gc_uncommitted()
         staged_fallback: list[StagedRow] = []
         if uncommitted is None:
             log.warning("lakeFS has no prepare_uncommited endpoint: reading staged entries by diff + stat")
-            for branch_id, _ in api.branch_ids(show_hidden=True):
-                staged_fallback.extend(api.staged_by_diff(branch_id, namespace))
+            staged_fallback = _staged_by_diff(api, listed, namespace)
         for attempt in range(1, DUMP_ATTEMPTS + 1):
             dump = api.dump_refs()
             try:
@@ -192,8 +225,13 @@ def extract_repository(
                 if attempt == DUMP_ATTEMPTS:
                     raise
                 log.warning("refs dump %d of %d raced with a commit (%s); dumping again", attempt, DUMP_ATTEMPTS, exc)
+        deleted = keep_deleted_branches(refs, listed)
+        for branch_id, commit_id in sorted(deleted.items()):
+            log.warning("branch %r was deleted while extract ran: kept at its listed head %s", branch_id, commit_id)
         visible = {branch_id for branch_id, _ in api.branch_ids(show_hidden=False)}
         api_calls = api.calls
+    # a branch the visible listing does not show is hidden, or was deleted since the dump (it
+    # stays a branch: the dump's moment is the snapshot's)
     branches = [BranchRow(b, c, b not in visible) for b, c in sorted(refs.branches.items())]
     commits = refs.commits
     log.info("refs dump: %d commits, %d branches, %d tags", len(commits), len(branches), len(refs.tags))
@@ -217,6 +255,7 @@ def extract_repository(
         api_calls=api_calls,
         dump_endpoint=dump.endpoint,
         staged_source="prepare_uncommited" if uncommitted is not None else "diff + stat",
+        deleted_branches=deleted,
     )
     missing = [r for r in range_ids if r not in cache]
     result.ranges_reused = len(range_ids) - len(missing)

@@ -13,6 +13,15 @@
 
 A location lakeFS returns is used when it lies inside the namespace; otherwise (a blockstore
 whose URIs are spelled differently) the key is rebuilt from lakeFS's fixed layout and run id.
+
+Other files under ``_lakefs/`` (lakeFS issue #9055: refs dumps saved there, other tools' output,
+lakewarden's own ``_lakefs/retention/...``) are never listed: extract reads metaranges and
+ranges by the ids lakeFS names, and lists only the directory prepare_uncommited named. In that
+directory, what Hadoop and Spark (lakeFS's own GC reads these files with Spark) treat as hidden
+is skipped: a name starting with ``_`` or ``.`` (``_SUCCESS``, ``.crc`` checksums, ``_temporary/``)
+and directory-marker objects (keys ending in ``/``). Any other file must be lakeFS's Parquet:
+one that is not is bad input, since a staged list missing a file would leave staged objects
+unprotected.
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ __all__ = [
     "GC_COMMITS_CSV",
     "GC_COMMITS_JSON",
     "GC_COMMITS_HEADER",
+    "is_hidden_file",
     "save_gc_commits",
     "write_prepared_staged",
 ]
@@ -64,6 +74,13 @@ def save_gc_commits(store: MetadataStore, prepared: GCPreparation, rules: dict[s
     return sum(1 for line in lines[1:] if line.strip())
 
 
+def is_hidden_file(key: str, prefix: str) -> bool:
+    """True for a key under ``prefix`` that Hadoop/Spark readers skip, as lakeFS's GC does: any
+    path segment below ``prefix`` starting with ``_`` or ``.``, or a directory marker."""
+    relative = key[len(prefix):] if key.startswith(prefix) else key
+    return key.endswith("/") or any(part.startswith(("_", ".")) for part in relative.split("/") if part)
+
+
 def write_prepared_staged(store: MetadataStore, prepared: UncommittedPreparation, target: Path, schema: pa.Schema) -> int:
     """Write the snapshot's ``staged`` table from prepare_uncommited's files; return its rows.
 
@@ -73,7 +90,8 @@ def write_prepared_staged(store: MetadataStore, prepared: UncommittedPreparation
     keys: list[str] = []
     for location in prepared.locations:
         prefix = _key(store, location, f"{METADATA_DIR}/retention/gc/uncommitted/{prepared.run_id}/uncommitted/")
-        keys.extend(k for k in store.list_keys(prefix.rstrip("/") + "/") if k not in keys)
+        prefix = prefix.rstrip("/") + "/"
+        keys.extend(k for k in store.list_keys(prefix) if k not in keys and not is_hidden_file(k, prefix))
     rows = 0
     with pq.ParquetWriter(target, schema) as writer:
         for key in keys:

@@ -14,7 +14,7 @@ Records are decoded by :mod:`lakewarden.lakefs_records` (the one decoder of thes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,7 +31,7 @@ from lakewarden.lakefs_records import (
 )
 from lakewarden.sstable import SSTableReader
 
-__all__ = ["DumpedRefs", "InconsistentDump", "read_refs_dump"]
+__all__ = ["DumpedRefs", "InconsistentDump", "keep_deleted_branches", "read_refs_dump"]
 
 
 class InconsistentDump(BadInput):
@@ -88,3 +88,29 @@ def read_refs_dump(store: MetadataStore, dump: RefsDumpIds) -> DumpedRefs:
                     source=store.location(dump.branches if name == "branch" else dump.tags),
                 )
     return DumpedRefs(commits=commits, branches=branches, tags=tags)
+
+
+def keep_deleted_branches(refs: DumpedRefs, listed: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Put back, at the head they had then, the branches listed before lakeFS was asked for its
+    GC answer that the later dump no longer holds (deleted while extract ran, lakeFS #9772);
+    return them (branch_id -> commit_id).
+
+    Why keep a deleted branch: lakeFS computed its GC answer while the branch existed, so it
+    keeps that head as a branch head, at any age; dropped from the snapshot, the head would be
+    a dangling commit under the default retention only, and an old one would expire here while
+    lakeFS keeps it. Keeping it protects exactly what lakeFS's answer protects, for this run;
+    the next extract sees the branch gone and treats its tip as lakeFS then does.
+    """
+    kept: dict[str, str] = {}
+    for branch_id, commit_id in listed:
+        if branch_id in refs.branches:
+            continue
+        if commit_id not in refs.commits:
+            raise InconsistentDump(
+                f"branch {branch_id!r} was deleted while extract ran and its head {commit_id!r} is not in the "
+                "commits dump; run extract again",
+                field="branches",
+            )
+        refs.branches[branch_id] = commit_id
+        kept[branch_id] = commit_id
+    return kept

@@ -91,6 +91,7 @@ def parse_manifest(raw: Mapping[str, Any], manifest: str, storage_namespace: str
         name_field="Name",
         size_field="Content-Length" if "Content-Length" in fields else None,
         modified_field="Last-Modified" if "Last-Modified" in fields else None,
+        created_field="inventoryCompletionTime",
         uri_root=f"https://{ns.host}/",
         row_filter=_live_rows,
     )

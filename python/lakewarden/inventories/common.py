@@ -1,6 +1,6 @@
-"""What the Azure and GCS inventory readers share: fetching a manifest and data files from any
-store (or the local disk), checking the report's age, and turning rows into the storage
-inventory's shape with the namespace filter."""
+"""What the inventory readers share: fetching a manifest and data files from any store (or the
+local disk), when a report was taken and the one check of its age (S3 Inventory, Azure and GCS
+alike), and turning rows into the storage inventory's shape with the namespace filter."""
 
 from __future__ import annotations
 
@@ -40,18 +40,41 @@ class CloudInventory:
     size_field: str | None
     modified_field: str | None
     uri_root: str
+    created_field: str  # the manifest field ``created`` comes from, named when it is too old
     row_filter: Callable[["DataFrame"], "Column"] | None = None
 
     def check_age(self, now: datetime, min_age: timedelta) -> None:
-        """Bad input when the report is too old for ``min_age``: objects written after it was
-        taken are missing from it, and anything younger than ``min_age`` at run time must be
-        kept; a report older than ``min_age`` cannot vouch for them."""
-        if now - self.created > min_age:
-            raise BadInput(
-                f"inventory taken at {self.created.isoformat()} is older than --min-age allows ({min_age})",
-                source=self.manifest,
-                field="created",
-            )
+        check_age(self.created, now, min_age, manifest=self.manifest, field=self.created_field)
+
+
+def check_age(created: datetime, now: datetime, min_age: timedelta, *, manifest: str, field: str) -> None:
+    """Bad input when a report taken at ``created`` is too old for ``min_age`` at ``now``: objects
+    written after it was taken are missing from it, and anything younger than ``min_age`` at run
+    time must be kept; a report older than ``min_age`` cannot vouch for them. The one check for
+    every kind of inventory (S3, Azure, GCS); ``field`` is the manifest field ``created`` came from."""
+    if now - created > min_age:
+        raise BadInput(
+            f"inventory taken at {created.isoformat()} is older than --min-age allows ({min_age})",
+            source=manifest,
+            field=field,
+        )
+
+
+#: The S3 Inventory manifest field that says when the report was taken (epoch milliseconds).
+S3_CREATED_FIELD = "creationTimestamp"
+
+
+def s3_created(raw: Mapping[str, Any], manifest: str, *, required: bool = False) -> datetime | None:
+    """When an S3 Inventory report was taken (``creationTimestamp``, epoch milliseconds as a
+    string); ``None`` when absent or malformed, or bad input naming the field when ``required``
+    (its age is then unknown, so it cannot vouch for anything)."""
+    stamp = raw.get(S3_CREATED_FIELD)
+    if isinstance(stamp, (int, str)) and str(stamp).isdigit():
+        return datetime.fromtimestamp(int(stamp) / 1000, tz=timezone.utc)
+    if required:
+        problem = "missing" if stamp is None else f"not epoch milliseconds: {stamp!r}"
+        raise BadInput(f"{problem} (the report's age is unknown)", source=manifest, field=S3_CREATED_FIELD)
+    return None
 
 
 def is_remote(location: str) -> bool:
@@ -142,10 +165,7 @@ def inventory_created(manifest: str, options: "StoreOptions | None" = None) -> d
     raw = load_json(manifest, options)
     kind = inventory_kind(raw)
     if kind == "s3":
-        stamp = raw.get("creationTimestamp")
-        if isinstance(stamp, (int, str)) and str(stamp).isdigit():
-            return datetime.fromtimestamp(int(stamp) / 1000, tz=timezone.utc)
-        return None
+        return s3_created(raw, manifest)
     field = {"azure": "inventoryCompletionTime", "gcs": "snapshot_time"}.get(kind or "")
     return parse_time(raw.get(field), manifest, field) if field else None
 

@@ -73,6 +73,7 @@ def parse_manifest(raw: Mapping[str, Any], manifest: str, storage_namespace: str
         name_field="name",
         size_field="size" if "size" in fields else None,
         modified_field="updated" if "updated" in fields else None,
+        created_field="snapshot_time",
         uri_root=f"gs://{bucket}/",
         row_filter=_bucket_rows(bucket),
     )

@@ -178,27 +178,19 @@ def read_storage(
     the manifest; read from a local path or from any store), else a listing of the namespace
     through its store (:func:`lakewarden.stores.store_for`: S3, Azure, GCS, local disk).
 
-    An Azure or GCS report that does not cover the namespace, is malformed, or was taken longer
-    ago than ``--min-age`` allows is bad input naming the file and field (it cannot vouch for
-    objects younger than ``--min-age``: every one of them must be kept).
+    A report (S3, Azure or GCS) that does not cover the namespace, is malformed, or was taken
+    longer ago than ``--min-age`` allows is bad input naming the file and field (it cannot vouch
+    for objects younger than ``--min-age``: every one of them must be kept).
     """
     from lakewarden.inventory import storage_inventory
 
     namespace = context.snapshot.repository.storage_namespace
     observed_at = datetime.now(timezone.utc)
     if manifest:
-        from lakewarden.inventories.common import inventory_kind, load_json
-
-        if inventory_kind(load_json(manifest, options)) in ("azure", "gcs"):
-            from lakewarden.inventories import read_cloud_inventory
-
-            storage = read_cloud_inventory(
-                context.spark, manifest, namespace, store_options=options, now=context.now, min_age=min_age
-            )
-        else:
-            storage = storage_inventory(
-                context.spark, namespace, manifest, s3_options=options.s3_client_options(), store_options=options
-            )
+        storage = storage_inventory(
+            context.spark, namespace, manifest, s3_options=options.s3_client_options(), store_options=options,
+            now=context.now, min_age=min_age,
+        )
         return storage, _parse_manifest_time(manifest, options) or observed_at
     storage = storage_inventory(
         context.spark, namespace, None, store_options=options, local_blockstore=context.local_blockstore
