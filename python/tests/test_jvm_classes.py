@@ -121,3 +121,29 @@ def test_a_process_keeps_its_archive_and_the_next_one_starts_with_it(tmp_path: P
     assert "[cds]" not in second.stdout + second.stderr
     assert "keeping the JVM" not in second.stderr  # nothing written again
     assert list(jvm.glob("*.jsa")) == archives
+
+
+def test_jit_follows_the_size_of_the_range_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakewarden.errors import BadInput
+    from lakewarden.spark_session import FULL_JIT_FROM_BYTES, JIT_OPTIONS, jit_mode, ranges_bytes, spark_conf
+
+    monkeypatch.delenv("LAKEWARDEN_JVM_JIT", raising=False)
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    assert ranges_bytes(snapshot) is None and ranges_bytes(None) is None
+    (snapshot / "ranges.parquet").write_bytes(b"x" * 1000)
+    assert ranges_bytes(snapshot) == 1000
+    assert jit_mode(None) == "quick" and jit_mode(1000) == "quick"  # unknown or small: quick
+    assert jit_mode(FULL_JIT_FROM_BYTES) == "full"
+    folder = tmp_path / "parts" / "ranges.jsonl"
+    (folder / "a").mkdir(parents=True)
+    (folder / "a" / "part-0.jsonl").write_bytes(b"x" * 400)
+    assert ranges_bytes(folder.parent) == 100  # JSON Lines counted at a quarter
+    monkeypatch.setenv("LAKEWARDEN_JVM_JIT", "full")
+    assert jit_mode(10) == "full"
+    monkeypatch.setenv("LAKEWARDEN_JVM_JIT", "turbo")
+    with pytest.raises(BadInput) as refused:
+        jit_mode(10)
+    assert refused.value.field == "LAKEWARDEN_JVM_JIT"
+    assert JIT_OPTIONS["quick"] in spark_conf(tmp_path, jit="quick")["spark.driver.extraJavaOptions"]
+    assert "TieredStopAtLevel" not in spark_conf(tmp_path, jit="full")["spark.driver.extraJavaOptions"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.spark_session import SparkStarter, state_dir
+from lakewarden.spark_session import SparkStarter, jit_mode, ranges_bytes, state_dir
 from lakewarden.timestamps import parse_rfc3339, rfc3339
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -241,7 +241,11 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
     exits 2 without waiting for the JVM."""
     now = parse_now(args.now, dry_run=args.dry_run)
     state = state_dir(args.state)
-    starter = SparkStarter(state)
+    # the JVM's compiler suits the run's size (spark_session.jit_mode): the snapshot given, or
+    # the one the last extract of this repository left (a first extract starts quick)
+    hint = args.snapshot if args.snapshot is not None else (state / "snapshots" / args.repo if getattr(args, "repo", None) else None)
+    jit_mode()  # a bad LAKEWARDEN_JVM_JIT exits 2 here, not on the JVM's thread
+    starter = SparkStarter(state, ranges_bytes=ranges_bytes(hint))
     snapshot_dir = resolve_snapshot(args, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark is needed
     from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it
