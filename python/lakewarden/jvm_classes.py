@@ -134,14 +134,27 @@ def plan(heap: str) -> ArchivePlan | None:
         return ArchivePlan(options=f"-XX:SharedArchiveFile={existing} {QUIET}", directory=directory, key=key, use=existing)
     if not os.access(directory, os.W_OK):
         return None
+    prune(directory)
     partial = directory / f"{key}.{os.getpid()}-{secrets.token_hex(3)}.partial"
     return ArchivePlan(options=f"-XX:ArchiveClassesAtExit={partial} {QUIET}", directory=directory, key=key, write=partial)
+
+
+_PENDING: list[tuple["SparkSession", ArchivePlan]] = []
 
 
 def write_at_exit(spark: "SparkSession", archive: ArchivePlan) -> None:
     """When ``archive`` says so, make this process's exit stop the JVM and keep its archive."""
     if archive.write is not None:
-        atexit.register(_finish, spark, archive)
+        if not _PENDING:
+            atexit.register(finish_pending)
+        _PENDING.append((spark, archive))
+
+
+def finish_pending() -> None:
+    """Stop the JVM now and keep its archive, if this process's JVM is to write one (at exit,
+    or earlier where a process may end without running exit handlers: a pytest-xdist worker)."""
+    while _PENDING:
+        _finish(*_PENDING.pop())
 
 
 def _finish(spark: "SparkSession", archive: ArchivePlan) -> None:

@@ -37,6 +37,9 @@ def spark(test_state_dir: Path):
     session = get_or_create(test_state_dir, app_name="lakewarden-tests", master="local[2]")
     yield session
     session.stop()
+    from lakewarden.jvm_classes import finish_pending
+
+    finish_pending()  # an xdist worker may end without exit handlers: keep the JVM's class archive now
 
 
 @pytest.fixture(scope="session")
