@@ -57,6 +57,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import lakefs_sdk
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 
 from lakewarden.sstable_writer import RangeInfo, write_metarange, write_range, write_refs_table
@@ -322,10 +323,11 @@ class FakeLakeFS:
         self.requests: list[tuple[str, str]] = []
         self.disabled: set[str] = set()
         self.forbidden: str | None = None  # regex over "METHOD /path-after-repo": answered 403
-        #: one-shot actions run right after the named endpoint (a ``_ROUTES`` name) answered: what
-        #: another lakeFS user does while extract runs (``after_request["list_branches"] =
-        #: lambda: fake.delete_branch("dev")`` deletes dev between the listing and what follows)
-        self.after_request: dict[str, Callable[[], None]] = {}
+        #: one-shot actions run right after the named endpoint (a ``_ROUTES`` name) answered, given
+        #: that request's path parameters: what another lakeFS user does while extract runs
+        #: (``after_request["list_branches"] = lambda _: fake.delete_branch("dev")`` deletes dev
+        #: between the listing and what follows)
+        self.after_request: dict[str, Callable[[dict[str, str]], None]] = {}
         self.tasks: dict[str, _Task] = {}
         self.created = created
         self._lock = threading.RLock()
@@ -696,10 +698,11 @@ class _Handler(BaseHTTPRequestHandler):
                 if m and route_method == method:
                     if name in fake.disabled:
                         return self._error(404, "path not found")
-                    getattr(self, f"_{name}")(query, body, **{k: unquote(v) for k, v in m.groupdict().items()})
+                    params = {k: unquote(v) for k, v in m.groupdict().items()}
+                    getattr(self, f"_{name}")(query, body, **params)
                     action = fake.after_request.pop(name, None)
                     if action is not None:
-                        action()
+                        action(params)
                     return None
             return self._error(404, "path not found")
 
@@ -914,3 +917,18 @@ def build_scenario(namespace: Namespace, *, repo_id: str = "repo1", **options: A
         addr[name] = f"data/{name}"
         fake.abandon(addr[name], ago(days))
     return Scenario(fake, names, addr, SCENARIO_RULES, now)
+
+
+@pytest.fixture
+def serve() -> Any:
+    """A test's way to start fake lakeFS servers (``endpoint = serve(fake)``); every server
+    started is stopped when the test ends. Import it into a test module to use it."""
+    servers: list[RunningServer] = []
+
+    def start(fake: FakeLakeFS) -> str:
+        servers.append(fake.serve())
+        return servers[-1].endpoint
+
+    yield start
+    for server in servers:
+        server.stop()

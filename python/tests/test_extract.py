@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from fake_lakefs import serve  # noqa: F401 - a fixture
 from fake_lakefs import (
     KEY,
     SECRET,
@@ -28,7 +29,6 @@ from fake_lakefs import (
     Commit,
     FakeLakeFS,
     LocalNamespace,
-    RunningServer,
     Scenario,
     build_scenario,
 )
@@ -46,18 +46,6 @@ def scenario(tmp_path: Path) -> Iterator[Scenario]:
     yield build_scenario(LocalNamespace(tmp_path / "storage" / "ns"))
 
 
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    """Start a fake lakeFS; every server started is stopped at the end of the test."""
-    servers: list[RunningServer] = []
-
-    def start(fake: FakeLakeFS) -> str:
-        servers.append(fake.serve())
-        return servers[-1].endpoint
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ those calls. The fake lakeFS runs the deletion right after the named call answer
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from fake_lakefs import SCENARIO_NOW, FakeLakeFS, LocalNamespace, RunningServer, Scenario, build_scenario, use_scenario_credentials
+from fake_lakefs import serve  # noqa: F401 - a fixture
+from fake_lakefs import SCENARIO_NOW, FakeLakeFS, LocalNamespace, Scenario, build_scenario, use_scenario_credentials
 from lakewarden.cli import main
 from lakewarden.errors import BadInput
 from lakewarden.extract import extract_repository
@@ -37,17 +37,6 @@ def scenario(tmp_path: Path) -> Scenario:
     return build_scenario(LocalNamespace(tmp_path / "storage" / "ns"))
 
 
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    servers: list[RunningServer] = []
-
-    def start(fake: FakeLakeFS) -> str:
-        servers.append(fake.serve())
-        return servers[-1].endpoint
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 def _doomed_branch(scenario: Scenario) -> tuple[str, str]:
@@ -80,7 +69,7 @@ def test_branch_deleted_after_lakefs_answered_is_kept_at_its_listed_head(
     head; the dump no longer has the branch. The snapshot keeps it, so no job expires that head."""
     fake = scenario.fake
     head, _ = _doomed_branch(scenario)
-    fake.after_request["prepare_commits_async"] = lambda: fake.delete_branch("doomed")
+    fake.after_request["prepare_commits_async"] = lambda _: fake.delete_branch("doomed")
 
     result = _extract(serve(fake), tmp_path / "snap")
 
@@ -110,7 +99,7 @@ def test_branch_deleted_while_staged_entries_are_read_by_diff(
     fake, addr = scenario.fake, scenario.addresses
     fake.disabled = {"prepare_uncommitted"}
     dev_head = fake.branches["dev"].commit_id
-    fake.after_request["list_branches"] = lambda: fake.delete_branch("dev")
+    fake.after_request["list_branches"] = lambda _: fake.delete_branch("dev")
 
     result = _extract(serve(fake), tmp_path / "snap")
 
@@ -123,8 +112,9 @@ def test_branch_deleted_while_staged_entries_are_read_by_diff(
 def _after_diff_of(fake: FakeLakeFS, branch: str, action: Any) -> None:
     """Run ``action`` once, right after ``branch``'s diff answered (other branches' diffs pass)."""
 
-    def step() -> None:
-        if fake.requests[-1][1].endswith(f"/branches/{branch}/diff"):
+    def step(params: dict[str, str]) -> None:
+        # the request that answered, not the last one recorded: extract reads branches in parallel
+        if params.get("branch") == branch:
             action()
         else:
             fake.after_request["diff_branch"] = step
@@ -157,7 +147,7 @@ def test_branch_gone_and_back_is_refused_in_one_line(
     dev = fake.branches["dev"]
 
     def arm() -> None:
-        fake.after_request["list_branches"] = lambda: fake.delete_branch("dev")
+        fake.after_request["list_branches"] = lambda _: fake.delete_branch("dev")
         _after_diff_of(fake, "dev", lambda: fake.branches.__setitem__("dev", dev))
 
     endpoint = serve(fake)
@@ -181,7 +171,7 @@ def test_gc_committed_keeps_what_lakefs_kept_for_the_deleted_branch(
     snapshot would expire that head while lakeFS keeps it, and the job refuses (exit 1)."""
     fake = scenario.fake
     head, address = _doomed_branch(scenario)
-    fake.after_request["prepare_commits_async"] = lambda: fake.delete_branch("doomed")
+    fake.after_request["prepare_commits_async"] = lambda _: fake.delete_branch("doomed")
     snapshot = tmp_path / "snap"
     _extract(serve(fake), snapshot)
 
