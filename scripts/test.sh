@@ -38,7 +38,4 @@ echo "== sqlfluff lint models tests" >&2
 
 echo "== pytest" >&2
 # pytest exits 5 when it collects no test: set -e turns that into a failure too.
-# Two worker processes (pytest-xdist), each with its own Spark session and state dir, a test
-# file per worker at a time (module fixtures stay in one process); LAKEWARDEN_TEST_WORKERS=0
-# runs everything in this process.
-.venv/bin/pytest -n "${LAKEWARDEN_TEST_WORKERS:-2}" --dist loadfile "$@"
+.venv/bin/pytest "$@"

@@ -15,12 +15,6 @@ SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
 # output itself on its own streams.
 os.environ.setdefault("LAKEWARDEN_PROGRESS", "off")
 
-# Under pytest-xdist (scripts/test.sh runs two workers) each worker keeps its own default state
-# dir, as two users on one machine would.
-_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-if _WORKER and os.environ.get("LAKEWARDEN_HOME"):
-    os.environ["LAKEWARDEN_HOME"] = f"{os.environ['LAKEWARDEN_HOME']}-{_WORKER}"
-
 
 @pytest.fixture(scope="session")
 def test_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
