@@ -68,8 +68,9 @@ FULL_JIT_FROM_BYTES = 150_000_000
 
 
 def jit_mode(ranges_bytes: int | None = None) -> str:
-    """The embedded JVM's just-in-time compilation for a run reading ``ranges_bytes`` of range
-    rows (None: unknown). A small run is mostly short queries Catalyst plans on a cold JVM: the
+    """The embedded JVM's just-in-time compilation for a job run reading ``ranges_bytes`` of
+    range rows (None: unknown). Only a job's short process chooses: a long-lived session (the
+    sweep's, the test suite's, a notebook's) keeps the JVM's default, whose C2 pays back there. A small run is mostly short queries Catalyst plans on a cold JVM: the
     optimising compiler (C2) competes with the run for the cores and rarely pays back before
     the process ends. A large one spends its time in a few long scans, where C2's code wins.
     Measured on 2 cores, ``gc committed --dry-run`` end to end, quick vs full: the demo's
@@ -156,7 +157,7 @@ def under_spark_submit() -> bool:
 
 
 def get_or_create(
-    state: Path, *, app_name: str = "lakewarden", master: str | None = None, ranges_bytes: int | None = None
+    state: Path, *, app_name: str = "lakewarden", master: str | None = None, jit: str = "full"
 ) -> "SparkSession":
     """Return the active session, or start the embedded one (in-memory catalog) under ``state``;
     either way the state tables are registered (lakewarden.state_tables)."""
@@ -180,7 +181,7 @@ def get_or_create(
             # Python workers must import lakewarden: run them with this interpreter (the venv's),
             # not whatever python3 is first on PATH (SparkContext reads PYSPARK_PYTHON).
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        conf = spark_conf(scratch_warehouse(state), jit=jit_mode(ranges_bytes))
+        conf = spark_conf(scratch_warehouse(state), jit=jit)
         archive = class_archive(conf)
         if archive is not None:
             conf["spark.driver.extraJavaOptions"] += " " + archive.options
@@ -229,9 +230,9 @@ class SparkStarter:
     A job that fails on bad input never waits: the thread is a daemon and the JVM exits with
     this process."""
 
-    def __init__(self, state: Path, *, ranges_bytes: int | None = None) -> None:
+    def __init__(self, state: Path, *, jit: str = "full") -> None:
         self._state = state
-        self._ranges_bytes = ranges_bytes
+        self._jit = jit
         self._result: "SparkSession | None" = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="lakewarden-spark-start", daemon=True)
@@ -239,7 +240,7 @@ class SparkStarter:
 
     def _run(self) -> None:
         try:
-            self._result = get_or_create(self._state, ranges_bytes=self._ranges_bytes)
+            self._result = get_or_create(self._state, jit=self._jit)
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread by session()
             self._error = exc
 

@@ -244,8 +244,7 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
     # the JVM's compiler suits the run's size (spark_session.jit_mode): the snapshot given, or
     # the one the last extract of this repository left (a first extract starts quick)
     hint = args.snapshot if args.snapshot is not None else (state / "snapshots" / args.repo if getattr(args, "repo", None) else None)
-    jit_mode()  # a bad LAKEWARDEN_JVM_JIT exits 2 here, not on the JVM's thread
-    starter = SparkStarter(state, ranges_bytes=ranges_bytes(hint))
+    starter = SparkStarter(state, jit=jit_mode(ranges_bytes(hint)))  # a bad LAKEWARDEN_JVM_JIT exits 2 here
     snapshot_dir = resolve_snapshot(args, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark is needed
     from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it
