@@ -36,7 +36,7 @@ def state_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(raw).expanduser().resolve()
 
 
-def spark_conf(warehouse: Path, *, jit: str = "quick") -> dict[str, str]:
+def spark_conf(warehouse: Path, *, jit: str = "full") -> dict[str, str]:
     """Static Spark settings for the embedded engine."""
     log4j = Path(__file__).with_name("log4j2.properties")
     return {
@@ -69,13 +69,13 @@ FULL_JIT_FROM_BYTES = 150_000_000
 
 def jit_mode(ranges_bytes: int | None = None) -> str:
     """The embedded JVM's just-in-time compilation for a job run reading ``ranges_bytes`` of
-    range rows (None: unknown). Only a job's short process chooses: a long-lived session (the
-    sweep's, the test suite's, a notebook's) keeps the JVM's default, whose C2 pays back there. A small run is mostly short queries Catalyst plans on a cold JVM: the
-    optimising compiler (C2) competes with the run for the cores and rarely pays back before
-    the process ends. A large one spends its time in a few long scans, where C2's code wins.
+    range rows (None: unknown). A small run is mostly short queries Catalyst plans on a cold
+    JVM: the optimising compiler (C2) competes with the run for the cores and rarely pays back
+    before the process ends. A large one spends its time in a few long scans, where C2's code wins.
     Measured on 2 cores, ``gc committed --dry-run`` end to end, quick vs full: the demo's
     sample 19.6 vs 24.0 s; 1M entries (43 MB) 28.3/26.8 vs 35.1/33.6 s; 8.45M entries (370 MB)
-    83.9 vs 71.6 s."""
+    83.9 vs 71.6 s. Only a job's short process chooses: a long-lived session (the sweep's, the
+    test suite's, a notebook's) keeps the JVM's default, whose C2 pays back there."""
     mode = os.environ.get("LAKEWARDEN_JVM_JIT", "auto").strip().lower()
     if mode == "auto":
         return "full" if ranges_bytes is not None and ranges_bytes >= FULL_JIT_FROM_BYTES else "quick"
