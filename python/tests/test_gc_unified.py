@@ -116,12 +116,16 @@ def test_unified_gc_reproduces_lakefs_system_test(
     now = job_clock.isoformat().replace("+00:00", "Z")
     common = ("--snapshot", str(snapshot), "--state", str(test_state_dir), "--now", now, "--dry-run", *store_args)
 
-    # each job alone
-    assert main(["gc", "committed", *common, "--rules", str(rules), "--report", str(tmp_path / "committed")]) == 0, capsys.readouterr().err
-    assert main(["gc", "uncommitted", *common, *min_age, "--report", str(tmp_path / "uncommitted")]) == 0, capsys.readouterr().err
-    committed, uncommitted = _rows(tmp_path / "committed"), _rows(tmp_path / "uncommitted")
-    assert {by_address[a] for a in committed} == EXPIRED
-    assert {by_address[a] for a in uncommitted} == UNREFERENCED
+    # each job alone (on one store: the jobs' own tests cover every store; here they are the
+    # reference the union is compared with)
+    if store == "file":
+        assert main(["gc", "committed", *common, "--rules", str(rules), "--report", str(tmp_path / "committed")]) == 0, capsys.readouterr().err
+        assert main(["gc", "uncommitted", *common, *min_age, "--report", str(tmp_path / "uncommitted")]) == 0, capsys.readouterr().err
+        committed, uncommitted = set(_rows(tmp_path / "committed")), set(_rows(tmp_path / "uncommitted"))
+        assert {by_address[a] for a in committed} == EXPIRED
+        assert {by_address[a] for a in uncommitted} == UNREFERENCED
+    else:
+        committed, uncommitted = {addresses[key] for key in EXPIRED}, {addresses[key] for key in UNREFERENCED}
 
     # both in one run: the union, each address with its reason
     report = tmp_path / "gc"
@@ -132,7 +136,7 @@ def test_unified_gc_reproduces_lakefs_system_test(
     assert {by_address[a]: row["reason"] for a, row in rows.items()} == {
         **{key: "expired commits only" for key in EXPIRED}, **{key: "no reference" for key in UNREFERENCED},
     }
-    assert set(rows) == set(committed) | set(uncommitted)
+    assert set(rows) == committed | uncommitted
     summary = json.loads((report / "summary.json").read_text())
     assert summary["job"] == "gc" and summary["success"] is True and summary["num_marked"] == 6
     assert summary["num_marked_by_reason"] == {"expired commits only": 3, "no reference": 3}

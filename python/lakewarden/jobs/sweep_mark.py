@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from lakewarden.errors import BadInput, error_line
 
@@ -66,13 +66,14 @@ def run_mark(args: argparse.Namespace) -> int:
     if context.local_blockstore and not options.local_blockstore:
         options = replace(options, local_blockstore=context.local_blockstore)
     # every file of the mark is read and checked before anything is written or deleted
+    scratch = context.state / "work" / f"lakefs-mark-{context.run_id}"
     with check_store_options(context.storage_namespace, options) as store:
         mark_summary, streamed = read_mark(store, args.mark_id)
-        addresses = list(streamed)
+        count = stage_addresses(streamed, scratch)
         prefix = mark_prefix(store, args.mark_id)
-    report = recheck(context, rules, args.mark_id, prefix, mark_summary, addresses, retain_tags=args.retain_tags, report_dir=args.report)
+    report = recheck(context, rules, args.mark_id, prefix, mark_summary, scratch, retain_tags=args.retain_tags, report_dir=args.report)
     kept = report.summary["num_kept"]
-    print(f"lakeFS mark {args.mark_id}: {len(addresses)} addresses, {kept} kept after the re-check "
+    print(f"lakeFS mark {args.mark_id}: {count} addresses, {kept} kept after the re-check "
           f"(see {report.directory / KEPT_CSV}), {report.summary['num_marked']} to delete", file=sys.stdout)
     print(f"report: {report.directory}", file=sys.stdout)
     if args.dry_run:
@@ -98,13 +99,39 @@ def run_mark(args: argparse.Namespace) -> int:
     return 0 if result.success else 1
 
 
+#: addresses per Parquet row group while a mark is copied into the state dir (bounded memory)
+STAGE_BATCH = 100_000
+
+
+def stage_addresses(addresses: "Iterator[str]", scratch: Path) -> int:
+    """The mark's addresses, streamed into one Parquet file under ``scratch`` a batch at a
+    time (a mark may hold millions: never a list in memory); how many there were. Every file
+    of the mark is read, so a malformed one is bad input before anything is written elsewhere."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([("address", pa.string())])
+    count = 0
+    with pq.ParquetWriter(scratch / "part-00000.parquet", schema) as writer:
+        batch: list[str] = []
+        for address in addresses:
+            batch.append(address)
+            if len(batch) >= STAGE_BATCH:
+                writer.write_table(pa.table({"address": pa.array(batch, pa.string())}, schema=schema))
+                count += len(batch)
+                batch = []
+        if batch or count == 0:
+            writer.write_table(pa.table({"address": pa.array(batch, pa.string())}, schema=schema))
+            count += len(batch)
+    return count
+
+
 def recheck(
-    context: Any, rules: Any, mark_id: str, prefix: str, mark_summary: Any, addresses: list[str], *,
+    context: Any, rules: Any, mark_id: str, prefix: str, mark_summary: Any, scratch: Path, *,
     retain_tags: bool, report_dir: Path | None,
 ) -> Any:
     """The mark's addresses through ``lakefs_mark_recheck``; the report directory the sweep reads."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
     from lakewarden.jobs.common import SNAPSHOT_SCHEMA
@@ -122,9 +149,6 @@ def recheck(
         retain_tags=retain_tags,
     )
     try:
-        scratch = context.state / "work" / f"lakefs-mark-{context.run_id}"
-        scratch.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table({"address": pa.array(addresses, pa.string())}), scratch / "part-00000.parquet")
         table = f"{SNAPSHOT_SCHEMA}.{MARK_TABLE}"
         context.spark.sql(f"drop table if exists {table}")
         context.spark.sql(f"create table {table} (address string) using parquet location {sql_string(str(scratch))}")
