@@ -256,7 +256,7 @@ def explain(report: Path, target: str) -> list[Explanation]:
                 commit = index.commits[commit_id]
                 holder = holders.setdefault(commit_id, Holder(commit_id, str(commit.get("creation_date"))))
                 holder.paths.add(entry["key"])
-        states = commit_states(report, set(holders)) if job == "gc-committed" else {}
+        states = commit_states(report, set(holders)) if job in ("gc-committed", "gc") else {}
         for holder in holders.values():
             holder.branches = sorted(index.branches_of.get(holder.commit_id) or {DANGLING})
             holder.tags = sorted(index.tags.get(holder.commit_id, ()))
@@ -292,6 +292,8 @@ def explain(report: Path, target: str) -> list[Explanation]:
 
 
 def applicable_rules(job: str, summary: dict[str, Any], holders: list[Holder], staged: list[dict[str, Any]]) -> list[str]:
+    if job == "gc":  # lakewarden gc: committed GC's rules, then uncommitted GC's
+        return applicable_rules("gc-committed", summary, holders, staged) + applicable_rules("gc-uncommitted", summary, holders, staged)
     if job == "gc-committed":
         rules = summary.get("rules")
         if rules is None:
@@ -314,6 +316,8 @@ def applicable_rules(job: str, summary: dict[str, Any], holders: list[Holder], s
 
 def verdict(job: str, summary: dict[str, Any], row: dict[str, str] | None, holders: list[Holder], staged: list[dict[str, Any]]) -> str:
     if row is not None:
+        if job == "gc":  # the row's reason says which of the two marks it is
+            job = "gc-committed" if row.get("reason") == "expired commits only" else "gc-uncommitted"
         if job == "gc-committed":
             return f"MARKED: only expired commits reference it ({len(holders)} commits, all expired) and no staged entry does"
         if job == "lifecycle":
@@ -331,7 +335,7 @@ def verdict(job: str, summary: dict[str, Any], row: dict[str, str] | None, holde
         reasons.append("no rule expires it on every branch that shows it, or another surviving path shares it")
     if job == "gc-uncommitted" and holders:
         reasons.append(f"{len(holders)} commit(s) reference it")
-    if not reasons and holders and job == "gc-committed":
+    if not reasons and holders and job in ("gc-committed", "gc"):
         reasons.append("its commits are expired, but the run did not mark it (outside the namespace, under _lakefs/, or shared with a live entry under another form)")
     return "KEPT: " + ("; ".join(reasons) if reasons else "this run did not mark it")
 

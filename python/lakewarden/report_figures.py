@@ -207,6 +207,8 @@ def marked_reasons(job: str, marked: "DataFrame") -> "Column":
         return F.array(F.format_string(UNCOMMITTED_REASON.replace("{source}", "%s"), source))
     if job == "gc-committed":
         return F.array(F.lit(COMMITTED_REASON))
+    if job == "gc":  # lakewarden gc: each row carries its reason (lakewarden.jobs.gc_unified)
+        return F.array(F.col("reason"))
     return F.array(F.lit(job))
 
 

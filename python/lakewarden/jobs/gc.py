@@ -27,8 +27,16 @@ MARKED_COLUMNS = ("address", "address_type", "physical_address", "size_bytes", "
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    gc = subparsers.add_parser("gc", help="garbage collection jobs")
-    kinds = gc.add_subparsers(dest="gc_kind", metavar="KIND", required=True)
+    from lakewarden.jobs import gc_uncommitted, gc_unified
+
+    # ``lakewarden gc`` alone: committed and uncommitted GC in one run (lakewarden.jobs.gc_unified)
+    gc = subparsers.add_parser(
+        "gc",
+        help="garbage collection: committed and uncommitted in one run (or one KIND alone)",
+        description=gc_unified.DESCRIPTION,
+    )
+    gc_unified.add_options(gc)
+    kinds = gc.add_subparsers(dest="gc_kind", metavar="KIND", required=False)
     committed = kinds.add_parser(
         "committed",
         help="committed retention GC: delete objects only expired commits reference",
@@ -36,18 +44,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "'lakewarden sweep --report DIR'; without --dry-run it marks and sweeps in one go.",
     )
     add_job_options(committed)
-    committed.add_argument("--rules", type=Path, help="lakeFS GC rules JSON; without it nothing expires")
-    committed.add_argument(
+    add_committed_options(committed)
+    committed.set_defaults(func=run_committed)
+
+    gc_uncommitted.register(kinds)
+
+
+def add_committed_options(parser: argparse.ArgumentParser) -> None:
+    """Committed GC's own options (``gc committed`` and ``gc``)."""
+    parser.add_argument("--rules", type=Path, help="lakeFS GC rules JSON; without it nothing expires")
+    parser.add_argument(
         "--retain-tags",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="keep tagged commits active (default on; lakeFS itself ignores tags)",
     )
-    committed.set_defaults(func=run_committed)
-
-    from lakewarden.jobs import gc_uncommitted
-
-    gc_uncommitted.register(kinds)
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,8 @@ class CommittedGcResult:
     expired_commits: int
     num_marked: int
     bytes_marked: int
+    #: where the marked rows are (Parquet: this run's mark, or the earlier one it reused)
+    location: str | None = None
 
 
 class CommittedGc(Job["GcRules | None", "CommittedGcResult"]):
@@ -88,9 +101,15 @@ def write_rules_table(context: JobContext, rules: GcRules | None) -> None:
 
 
 def mark_committed(
-    context: JobContext, rules: GcRules | None, *, retain_tags: bool = True, report_dir: Path | None = None
+    context: JobContext,
+    rules: GcRules | None,
+    *,
+    retain_tags: bool = True,
+    report_dir: Path | None = None,
+    figures: bool = True,
 ) -> CommittedGcResult:
-    """Run the mark models and write the report; deletes nothing."""
+    """Run the mark models and write the report; deletes nothing. ``figures=False``: no
+    report figures (``lakewarden gc`` draws them once, over both marks)."""
     from pyspark.sql import functions as F
 
     repository = context.snapshot.repository
@@ -132,7 +151,8 @@ def mark_committed(
         report.write_addresses(
             marked.select(*MARKED_COLUMNS)
         )
-        kept_figures(context, report, marked, location)
+        if figures:
+            kept_figures(context, report, marked, location)
         write_single_csv(
             commits.select("commit_id", "created_at", "is_active", "reason"),
             report.directory / "commits.csv",
@@ -146,6 +166,7 @@ def mark_committed(
             expired_commits=int(counts["commits"] or 0) - int(counts["active"] or 0),
             num_marked=int(totals["n"] or 0),
             bytes_marked=int(totals["bytes"] or 0),
+            location=location,
         )
         report.update(
             num_marked=result.num_marked,

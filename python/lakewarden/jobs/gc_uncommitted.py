@@ -73,6 +73,12 @@ def register(kinds: argparse._SubParsersAction) -> None:
         "previous run exists. Dry run with --dry-run, then 'lakewarden sweep --report DIR'.",
     )
     add_job_options(parser)
+    add_uncommitted_options(parser)
+    parser.set_defaults(func=run_uncommitted)
+
+
+def add_uncommitted_options(parser: argparse.ArgumentParser) -> None:
+    """Uncommitted GC's own options (``gc uncommitted`` and ``gc``)."""
     parser.add_argument(
         "--inventory",
         metavar="MANIFEST",
@@ -83,7 +89,6 @@ def register(kinds: argparse._SubParsersAction) -> None:
     parser.add_argument("--min-age", default=DEFAULT_MIN_AGE, metavar="DURATION", help="never touch objects younger than this (default 24h; below 1h needs --force)")
     parser.add_argument("--clean", action="store_true", help="force a clean run even when a previous run exists")
     parser.add_argument("--force", action="store_true", help="allow --min-age below 1h")
-    parser.set_defaults(func=run_uncommitted)
 
 
 def parse_min_age(text: str, *, force: bool = False) -> timedelta:
@@ -252,11 +257,13 @@ def mark_uncommitted(
     report_dir: Path | None = None,
     s3_options: Mapping[str, Any] | None = None,
     store_options: "StoreOptions | None" = None,
+    figures: bool = True,
 ) -> UncommittedGcResult:
     """Mark: read storage, run the models, write outputs, report and history; delete nothing.
 
     ``store_options`` reach the namespace's store (any store); ``s3_options`` are the older
-    S3-only form, used when ``store_options`` is not given."""
+    S3-only form, used when ``store_options`` is not given. ``figures=False``: no report figures
+    (``lakewarden gc`` draws them once, over both marks)."""
     from pyspark.sql import functions as F
 
     from lakewarden.stores import StoreOptions
@@ -314,7 +321,8 @@ def mark_uncommitted(
         report.write_addresses(
             marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "candidate_source")
         )
-        write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
+        if figures:
+            write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
         phase("report")
         # lakeFS-style outputs: the uncommitted inventory file, the ranges read, what was marked
         inventory_dir = output_dir / "uncommitted"

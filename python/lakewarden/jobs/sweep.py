@@ -30,7 +30,10 @@ def register(subparsers: Any) -> None:
         description="Delete the addresses a dry run marked in DIR/addresses.csv, recording each outcome "
         "under DIR/sweep/. A sweep stopped part-way can be run again and finishes the rest.",
     )
-    parser.add_argument("--report", required=True, metavar="DIR", help="the report directory of a dry run")
+    parser.add_argument(
+        "--report", metavar="DIR",
+        help="the report directory of a dry run (with --mark-id: where the mark's report goes; default under the namespace)",
+    )
     parser.add_argument("--state", metavar="DIR", help="warehouse and run history (default ./.lakewarden or LAKEWARDEN_HOME)")
     add_store_arguments(parser)  # the namespace's store: S3, Azure, GCS or lakeFS's local blockstore
     parser.add_argument(
@@ -40,6 +43,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--parallelism", type=_positive, metavar="N", help="number of Spark tasks deleting at once (Spark engine)")
     parser.add_argument("--batch-size", type=_positive, default=1000, metavar="N", help="addresses per delete request (at most the store's batch limit: S3 1000, Azure 256, GCS 100)")
     parser.add_argument("--threads", type=_positive, metavar="N", help="delete requests in flight per process or task (default 8 on S3, Azure and GCS; 1 locally)")
+    from lakewarden.jobs.sweep_mark import add_mark_options
+
+    add_mark_options(parser)  # --mark-id: a mark lakeFS's GC made (lakewarden.jobs.sweep_mark)
     parser.set_defaults(func=run)
 
 
@@ -57,6 +63,14 @@ def run(args: argparse.Namespace) -> int:
 
     from lakewarden.stores import check_store_options
 
+    if args.mark_id is not None:
+        from lakewarden.jobs.sweep_mark import run_mark
+
+        return run_mark(args)
+    if args.report is None:
+        from lakewarden.errors import BadInput
+
+        raise BadInput("give --report DIR (a dry run's report), or --mark-id ID with --snapshot or --repo", field="--report")
     report = load_report(args.report)  # bad input exits 2 before anything starts
     store_options = store_options_from_args(args)
     if store_options.local_blockstore is None and report.summary.get("local_blockstore"):

@@ -105,7 +105,9 @@ def write_mark(
 
 def read_mark(store: ObjectStore, mark_id: str) -> tuple[MarkSummary, Iterator[str]]:
     """The summary of mark ``mark_id`` and its addresses (streamed), as lakeFS's sweep reads
-    them: a missing mark or one that did not succeed is bad input, naming the summary."""
+    them: a missing mark or one that did not succeed is bad input, naming the summary; a data
+    file that is not Parquet or has no string ``address`` column is bad input naming the file."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     prefix = mark_prefix(store, mark_id)
@@ -137,10 +139,18 @@ def read_mark(store: ObjectStore, mark_id: str) -> tuple[MarkSummary, Iterator[s
         for uri in files:
             with tempfile.NamedTemporaryFile(prefix="lakewarden-mark-", suffix=".parquet") as local:
                 store.download(uri, local.name)
-                parquet = pq.ParquetFile(local.name)
+                try:
+                    parquet = pq.ParquetFile(local.name)
+                except (pa.ArrowException, OSError) as exc:
+                    raise BadInput(f"not a Parquet file ({exc})", source=uri, field="address") from None
                 if "address" not in parquet.schema_arrow.names:
                     raise BadInput(f"no address column (columns: {', '.join(parquet.schema_arrow.names)})", source=uri, field="address")
-                for batch in parquet.iter_batches(columns=["address"]):
-                    yield from (value for value in batch.column(0).to_pylist() if value is not None)
+                if not pa.types.is_string(parquet.schema_arrow.field("address").type) and not pa.types.is_large_string(parquet.schema_arrow.field("address").type):
+                    raise BadInput(f"address is {parquet.schema_arrow.field('address').type}, not a string", source=uri, field="address")
+                try:
+                    for batch in parquet.iter_batches(columns=["address"]):
+                        yield from (value for value in batch.column(0).to_pylist() if value is not None)
+                except (pa.ArrowException, OSError) as exc:
+                    raise BadInput(f"unreadable Parquet ({exc})", source=uri, field="address") from None
 
     return summary, addresses()

@@ -1,0 +1,270 @@
+"""``lakewarden gc``: committed and uncommitted GC in one run, as lakeFS's default (unified) GC.
+
+One Spark session, one snapshot, one listing or inventory, one report directory. The two marks
+are the two jobs' own (:func:`lakewarden.jobs.gc.mark_committed`,
+:func:`lakewarden.jobs.gc_uncommitted.mark_uncommitted`), run one after the other on the same
+session with the same run id, so the models they share (the snapshot's staging views) are
+executed once (:class:`lakewarden.compiled_models.ModelRunner` skips a node this run already
+built with the same code). Each keeps its own detail under the report directory
+(``committed/``, ``uncommitted/``: their summaries, ``commits.csv``, the uncommitted run's
+history entry that the next optimized run starts from); the run's own ``summary.json``,
+``addresses.csv`` and ``report.html`` are over the union, each address with its reason:
+
+* ``expired commits only``: what committed GC marks (only expired commits reference it);
+* ``no reference``: what uncommitted GC marks (in storage, referenced by no commit and no staged
+  entry, older than ``--min-age``).
+
+The two sets are disjoint by construction (uncommitted GC subtracts every committed entry); an
+address in both would be listed once, as ``expired commits only``. Nothing either job would keep
+is in the union: each row is a row of the job its reason names.
+
+The mark is also written where and as lakeFS's GC writes one (:mod:`lakewarden.stores.marks`):
+``<namespace>/_lakefs/retention/gc/unified/<RUN_ID>/`` with ``deleted/`` (Parquet, ``address``
+relative to the namespace), ``deleted.text/`` and ``summary.json`` (``run_id``, ``success``,
+``first_slice``, ``start_time``, ``cutoff_time``, ``num_deleted_objects``). Its mark id is this
+run's id (lakeFS's own ids are descending xids; a mark id is opaque to lakeFS's sweep).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lakewarden.errors import error_line
+from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
+from lakewarden.jobs.shape import Job, run_job
+from lakewarden.report import Report, default_report_dir
+from lakewarden.report_figures import write_figures
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.gc_rules import GcRules
+    from lakewarden.stores import StoreOptions
+
+log = logging.getLogger(__name__)
+
+JOB = "gc"
+#: why an address is marked, per job (the ``reason`` column of addresses.csv)
+REASON_COMMITTED = "expired commits only"
+REASON_UNCOMMITTED = "no reference"
+COLUMNS = ("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "reason", "example_path", "candidate_source")
+DESCRIPTION = (
+    "Committed and uncommitted GC in one run, as lakeFS's default GC: one snapshot, one listing "
+    "or inventory, one report (each address with its reason: 'expired commits only' or 'no "
+    "reference'); the mark is also written as lakeFS's GC writes one, under "
+    "<namespace>/_lakefs/retention/gc/unified/<RUN_ID>/. Dry run with --dry-run, then "
+    "'lakewarden sweep --report DIR'. 'gc committed' and 'gc uncommitted' run one kind alone."
+)
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The union of both jobs' options, from their own helpers."""
+    from lakewarden.jobs.gc import add_committed_options
+    from lakewarden.jobs.gc_uncommitted import add_uncommitted_options
+
+    add_job_options(parser)
+    add_committed_options(parser)
+    add_uncommitted_options(parser)
+    parser.set_defaults(func=run_unified)
+
+
+@dataclass(frozen=True)
+class UnifiedInputs:
+    rules: "GcRules | None"
+    min_age: timedelta
+    store_options: "StoreOptions"
+
+
+@dataclass(frozen=True)
+class UnifiedGcResult:
+    report: Report
+    num_marked: int
+    bytes_marked: int
+    num_committed: int
+    num_uncommitted: int
+    lakefs_mark: str | None
+    committed: Any  # lakewarden.jobs.gc.CommittedGcResult
+    uncommitted: Any  # lakewarden.jobs.gc_uncommitted.UncommittedGcResult
+
+
+class UnifiedGc(Job[UnifiedInputs, UnifiedGcResult]):
+    """Committed + uncommitted GC in the one job shape (lakewarden.jobs.shape)."""
+
+    name = JOB
+
+    def read_inputs(self, args: argparse.Namespace) -> UnifiedInputs:
+        from lakewarden.gc_rules import load_gc_rules
+        from lakewarden.jobs.gc_uncommitted import parse_min_age
+
+        rules = load_gc_rules(args.rules) if args.rules else None  # bad input: before Spark starts
+        min_age = parse_min_age(args.min_age, force=args.force)
+        return UnifiedInputs(rules, min_age, self.store_options(args))
+
+    def mark(self, context: JobContext, inputs: UnifiedInputs, args: argparse.Namespace) -> UnifiedGcResult:
+        from lakewarden.state_tables import state_lock
+
+        # uncommitted GC reads its run history (the previous run), then appends: one writer
+        with state_lock(context.state, f"GC run {context.run_id}"):
+            return mark_unified(
+                context,
+                inputs.rules,
+                retain_tags=args.retain_tags,
+                manifest=args.inventory,
+                min_age=inputs.min_age,
+                clean=args.clean,
+                report_dir=args.report,
+                store_options=_with_blockstore(inputs.store_options, context),
+            )
+
+    def describe(self, marked: UnifiedGcResult) -> list[str]:
+        summary = marked.report.summary
+        mode = "dry run" if summary["dry_run"] else "run"
+        lines = [
+            f"GC {mode} {summary['run_id']} at {summary['now']}: {marked.num_marked} addresses marked "
+            f"({marked.bytes_marked} bytes): {marked.num_committed} {REASON_COMMITTED}, "
+            f"{marked.num_uncommitted} {REASON_UNCOMMITTED}"
+        ]
+        from lakewarden.jobs.gc import describe_result as committed_lines
+        from lakewarden.jobs.gc_uncommitted import describe_result as uncommitted_lines
+
+        lines += ["  " + line for line in committed_lines(marked.committed) + uncommitted_lines(marked.uncommitted)]
+        if marked.lakefs_mark:
+            lines.append(f"lakeFS-format mark: {marked.lakefs_mark}")
+        return lines
+
+
+def run_unified(args: argparse.Namespace) -> int:
+    return run_job(UnifiedGc(), args)
+
+
+def _with_blockstore(options: "StoreOptions", context: JobContext) -> "StoreOptions":
+    if context.local_blockstore and not options.local_blockstore:
+        return replace(options, local_blockstore=context.local_blockstore)
+    return options
+
+
+def mark_unified(
+    context: JobContext,
+    rules: "GcRules | None",
+    *,
+    retain_tags: bool = True,
+    manifest: str | None = None,
+    min_age: timedelta = timedelta(hours=24),
+    clean: bool = False,
+    report_dir: Path | None = None,
+    store_options: "StoreOptions | None" = None,
+) -> UnifiedGcResult:
+    """Both marks on this session, the union as one report, the lakeFS-format mark; deletes nothing."""
+    from pyspark.sql import functions as F
+
+    from lakewarden.compiled_models import ModelRunner
+    from lakewarden.jobs.gc import mark_committed
+    from lakewarden.jobs.gc_uncommitted import mark_uncommitted
+    from lakewarden.stores import StoreOptions
+
+    options = store_options or StoreOptions()
+    directory = Path(report_dir or default_report_dir(context.storage_namespace, context.state, "gc", context.run_id)).resolve()
+    report = context.create_report(
+        directory,
+        rules=None if rules is None else {"default_retention_days": rules.default_retention_days, "branches": rules.branch_retention_days},
+        retain_tags=retain_tags,
+        min_age_seconds=int(min_age.total_seconds()),
+        inventory=manifest,
+        reasons=[REASON_COMMITTED, REASON_UNCOMMITTED],
+    )
+    try:
+        # one model runner for both marks: the nodes they share are executed once
+        if context.models is None:
+            context.models = ModelRunner(context.spark)
+        committed = mark_committed(
+            replace(context, job="gc-committed"), rules, retain_tags=retain_tags,
+            report_dir=directory / "committed", figures=False,
+        )
+        uncommitted = mark_uncommitted(
+            replace(context, job="gc-uncommitted"), manifest=manifest, min_age=min_age, clean=clean,
+            report_dir=directory / "uncommitted", store_options=options, figures=False,
+        )
+        # committed GC's commits (their state and reason) are what explain reads
+        shutil.copyfile(directory / "committed" / "commits.csv", directory / "commits.csv")
+        committed_rows = context.spark.read.parquet(committed.location).select(
+            "address", "address_type", "physical_address", "size_bytes", "last_modified_at",
+            F.lit(REASON_COMMITTED).alias("reason"), "example_path", F.lit(None).cast("string").alias("candidate_source"),
+        )
+        uncommitted_rows = context.table("uncommitted_gc_marked_addresses").select(
+            "address", "address_type", "physical_address", "size_bytes", "last_modified_at",
+            F.lit(REASON_UNCOMMITTED).alias("reason"), F.lit(None).cast("string").alias("example_path"), "candidate_source",
+        )
+        # disjoint by construction; were an address in both, it is listed once, as committed GC's
+        marked = committed_rows.unionByName(
+            uncommitted_rows.join(committed_rows.select("physical_address"), "physical_address", "left_anti").select(*COLUMNS)
+        ).cache()
+        try:
+            totals = {
+                row["reason"]: (int(row["n"]), int(row["bytes"] or 0))
+                for row in marked.groupBy("reason").agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).collect()
+            }
+            num_committed, bytes_committed = totals.get(REASON_COMMITTED, (0, 0))
+            num_uncommitted, bytes_uncommitted = totals.get(REASON_UNCOMMITTED, (0, 0))
+            report.write_addresses(marked.select(*COLUMNS))
+            write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
+            lakefs_mark = write_lakefs_mark(context, report, marked, options, min_age)
+        finally:
+            marked.unpersist()
+        report.update(
+            num_marked=num_committed + num_uncommitted,
+            bytes_marked=bytes_committed + bytes_uncommitted,
+            num_marked_by_reason={REASON_COMMITTED: num_committed, REASON_UNCOMMITTED: num_uncommitted},
+            bytes_marked_by_reason={REASON_COMMITTED: bytes_committed, REASON_UNCOMMITTED: bytes_uncommitted},
+            commits=committed.commits,
+            active_commits=committed.active_commits,
+            expired_commits=committed.expired_commits,
+            run_mode=uncommitted.run_mode,
+            run_mode_reason=uncommitted.mode_reason,
+            parts={"committed": str(directory / "committed"), "uncommitted": str(directory / "uncommitted")},
+            lakefs_mark=lakefs_mark,
+            lakefs_mark_id=context.run_id,
+        )
+        report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
+        return UnifiedGcResult(
+            report, num_committed + num_uncommitted, bytes_committed + bytes_uncommitted,
+            num_committed, num_uncommitted, lakefs_mark, committed, uncommitted,
+        )
+    except Exception as exc:
+        from lakewarden.errors import BadInput
+
+        report.finish(success=False, status="failed", error="bad input" if isinstance(exc, BadInput) else error_line(exc))
+        raise
+
+
+def write_lakefs_mark(context: JobContext, report: Report, marked: Any, options: "StoreOptions", min_age: timedelta) -> str:
+    """This run's mark as lakeFS's GC writes one (lakewarden.stores.marks), on the namespace's
+    store: addresses relative to the namespace, as lakeFS lists them (a FULL address inside the
+    namespace is written relative too). ``start_time`` is when the run started, ``cutoff_time``
+    the clock minus ``--min-age`` (lakeFS: objects newer than it are not listed)."""
+    from lakewarden.safety import resolve_physical
+    from lakewarden.stores import store_for
+    from lakewarden.stores.marks import mark_prefix, write_mark
+    from lakewarden.timestamps import parse_rfc3339
+
+    prefix = resolve_physical("", "RELATIVE", context.storage_namespace)
+
+    def relative() -> Any:
+        for row in marked.select("address", "address_type", "physical_address").orderBy("address").toLocalIterator():
+            if row["address_type"] == "RELATIVE":
+                yield row["address"]
+            elif row["physical_address"].startswith(prefix):
+                yield row["physical_address"][len(prefix):]
+            else:  # never: committed GC marks only addresses inside the namespace
+                raise ValueError(f"marked address outside the namespace: {row['physical_address']}")
+
+    with store_for(context.storage_namespace, options) as store:
+        write_mark(
+            store, context.run_id, relative(),
+            start_time=parse_rfc3339(report.summary["started_at"], field="started_at"),
+            cutoff_time=context.now - min_age,
+        )
+        return mark_prefix(store, context.run_id)

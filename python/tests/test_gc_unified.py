@@ -1,0 +1,194 @@
+"""``lakewarden gc``: committed and uncommitted GC in one run, lakeFS's unified-GC system test.
+
+The scenario is lakeFS's own (``esti/unified_gc_test.go``, TestUnifiedGC), played on the fake
+lakeFS of fake_lakefs.py and extracted as a user would: branches dev and dev2 from main; rules
+main 10 days, dev 7, default 7; ten files created and committed 14 days ago, six of them deleted
+on commits 12, 8, 8, 8, 6 and 4 days ago; four files staged, one of them deleted again; dev2
+deleted, dev reset. lakeFS's test expects file_2, file_4, file_5, file_7, file_9 and file_10
+gone and the others kept; here each carries its reason, the union equals what ``gc committed``
+and ``gc uncommitted`` mark alone, the mark is also written in lakeFS's layout, and the sweep
+deletes exactly the marked objects. On local disk and on S3 (the local S3 server).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from fake_lakefs import KEY, SECRET, FakeLakeFS, LocalNamespace, Namespace, S3Namespace, serve  # noqa: F401 - serve: a fixture
+from lakewarden.cli import main
+from test_sweep_support import S3_ENV, moto_endpoint, new_bucket, s3_client_for
+
+pytestmark = pytest.mark.spark
+
+RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 10}, {"branch_id": "dev", "retention_days": 7}]}
+EXPIRED = {"file_2", "file_5", "file_9"}  # expired commits only
+UNREFERENCED = {"file_4", "file_7", "file_10"}  # no reference
+KEPT = {"file_1", "file_3", "file_6", "file_8"}
+
+
+def unified_gc_scenario(namespace: Namespace, now: datetime) -> tuple[FakeLakeFS, dict[str, str]]:
+    """lakeFS's TestUnifiedGC on the fake lakeFS; the physical address of each file."""
+
+    def ago(days: float) -> datetime:
+        return now - timedelta(days=days)
+
+    fake = FakeLakeFS("repo1", namespace, created=ago(30), now=now)
+    fake.gc_rules = RULES
+    fake.branch("dev", "main")
+    fake.branch("dev2", "main")
+    addresses: dict[str, str] = {}
+    for key, branch in (("file_1", "main"), ("file_2", "main"), ("file_5", "dev"), ("file_6", "dev"), ("file_8", "dev2"), ("file_9", "dev2")):
+        addresses[key] = fake.upload(branch, key, ago(14))
+        fake.commit(branch, "commit event", ago(14))  # creations are committed 14 days ago
+    for key, branch, days in (("file_2", "main", 12), ("file_1", "main", 8), ("file_5", "dev", 8), ("file_9", "dev2", 8),
+                              ("file_8", "dev2", 6), ("file_6", "dev", 4)):
+        fake.delete(branch, key)
+        fake.commit(branch, "commit event", ago(days))
+    for key, branch in (("file_3", "main"), ("file_4", "main"), ("file_7", "dev"), ("file_10", "dev2")):
+        addresses[key] = fake.upload(branch, key, ago(1 / 12))  # two hours old: past --min-age 1h
+    fake.delete("main", "file_4")  # an uncommitted delete
+    fake.delete_branch("dev2")
+    fake.branches["dev"].staging.clear()  # reset dev: its staged file_7 is dropped
+    return fake, addresses
+
+
+def _rows(report: Path) -> dict[str, dict[str, str]]:
+    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
+        return {row["address"]: row for row in csv.DictReader(handle)}
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> datetime:
+    """The scenario's clock, lakeFS's and extract's: now (the S3 server stamps objects with its own)."""
+    now = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=1)
+    monkeypatch.setenv("LAKECTL_CREDENTIALS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("LAKECTL_CONFIG_FILE", str(tmp_path / "no-lakectl.yaml"))
+    monkeypatch.setattr("lakewarden.extract.api._now", lambda: now)
+    return now
+
+
+@pytest.mark.parametrize("store", ["file", "s3"])
+def test_unified_gc_reproduces_lakefs_system_test(
+    spark: Any, test_state_dir: Path, clock: datetime, serve: Any, store: str, request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    store_args: tuple[str, ...] = ()
+    min_age: tuple[str, ...] = ("--min-age", "1h")
+    if store == "s3":
+        for name, value in S3_ENV.items():
+            monkeypatch.setenv(name, value)
+            monkeypatch.setitem(spark.sparkContext.environment, name, value)
+        monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+        s3 = moto_endpoint(request)
+        namespace: Namespace = S3Namespace(s3_client_for(s3), new_bucket(s3), "repos/repo1")
+        store_args = ("--s3-endpoint", s3, "--s3-region", "us-east-1")
+        # the S3 server stamps every object with its own clock (now), as lakeFS's test runs
+        # its GC with lakefs.debug.gc.uncommitted_min_age_seconds=1
+        min_age = ("--min-age", "1s", "--force")
+    else:
+        namespace = LocalNamespace(tmp_path / "storage" / "repo1")
+    fake, addresses = unified_gc_scenario(namespace, clock)
+    by_address = {address: key for key, address in addresses.items()}
+    # the scenario is what lakeFS's test says: its retention expires exactly these
+    assert {by_address[a] for a in fake.addresses() - fake.addresses(fake.active_commits())} == EXPIRED
+
+    snapshot = tmp_path / "snap"
+    endpoint = serve(fake)
+    assert main(["extract", "--lakefs-endpoint", endpoint, "--repo", "repo1", "--out", str(snapshot),
+                 "--cache-dir", str(tmp_path / "range-cache"), *store_args]) == 0
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(RULES))
+    # the jobs' clock: the scenario's; on S3 the wall clock (the server stamped the objects with
+    # it, a moment ago: 1s past the last upload is old enough for --min-age 1s)
+    job_clock = clock
+    if store == "s3":
+        time.sleep(1.5)
+        job_clock = datetime.now(timezone.utc).replace(microsecond=0)
+    now = job_clock.isoformat().replace("+00:00", "Z")
+    common = ("--snapshot", str(snapshot), "--state", str(test_state_dir), "--now", now, "--dry-run", *store_args)
+
+    # each job alone (on one store: the jobs' own tests cover every store; here they are the
+    # reference the union is compared with)
+    if store == "file":
+        assert main(["gc", "committed", *common, "--rules", str(rules), "--report", str(tmp_path / "committed")]) == 0, capsys.readouterr().err
+        assert main(["gc", "uncommitted", *common, *min_age, "--report", str(tmp_path / "uncommitted")]) == 0, capsys.readouterr().err
+        committed, uncommitted = set(_rows(tmp_path / "committed")), set(_rows(tmp_path / "uncommitted"))
+        assert {by_address[a] for a in committed} == EXPIRED
+        assert {by_address[a] for a in uncommitted} == UNREFERENCED
+    else:
+        committed, uncommitted = {addresses[key] for key in EXPIRED}, {addresses[key] for key in UNREFERENCED}
+
+    # both in one run: the union, each address with its reason
+    report = tmp_path / "gc"
+    capsys.readouterr()
+    assert main(["gc", *common, "--rules", str(rules), *min_age, "--report", str(report)]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    rows = _rows(report)
+    assert {by_address[a]: row["reason"] for a, row in rows.items()} == {
+        **{key: "expired commits only" for key in EXPIRED}, **{key: "no reference" for key in UNREFERENCED},
+    }
+    assert set(rows) == committed | uncommitted
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["job"] == "gc" and summary["success"] is True and summary["num_marked"] == 6
+    assert summary["num_marked_by_reason"] == {"expired commits only": 3, "no reference": 3}
+    assert (report / "report.html").is_file() and "expired commits only" in (report / "report.html").read_text()
+    assert "3 expired commits only, 3 no reference" in out
+
+    # the same mark where and as lakeFS's GC writes one
+    mark_id = summary["lakefs_mark_id"]
+    assert summary["run_id"] == mark_id
+    assert summary["lakefs_mark"] == f"{namespace.uri}/_lakefs/retention/gc/unified/{mark_id}/"
+    mark_summary = json.loads(namespace.get(f"_lakefs/retention/gc/unified/{mark_id}/summary.json"))
+    assert set(mark_summary) == {"run_id", "success", "first_slice", "start_time", "cutoff_time", "num_deleted_objects"}
+    assert mark_summary["run_id"] == mark_id and mark_summary["success"] is True
+    assert mark_summary["num_deleted_objects"] == 6
+    assert mark_summary["cutoff_time"] == (job_clock - (timedelta(seconds=1) if store == "s3" else timedelta(hours=1))).strftime("%Y-%m-%dT%H:%M:%SZ")
+    mark_dir = _local_copy(namespace, f"_lakefs/retention/gc/unified/{mark_id}/", tmp_path / "mark")
+    [parquet] = list((mark_dir / "deleted").glob("*.parquet"))
+    table = pq.read_table(parquet)
+    assert table.schema.names == ["address"] and str(table.schema.field("address").type) == "string"
+    assert set(table.column("address").to_pylist()) == set(rows)  # relative to the namespace, as lakeFS lists
+    [text] = list((mark_dir / "deleted.text").glob("*.txt"))
+    assert set(text.read_text().splitlines()) == set(rows)
+
+    # explain reads the reason
+    capsys.readouterr()
+    assert main(["explain", "--report", str(report), addresses["file_7"]]) == 0
+    assert "MARKED: no commit and no staged entry references it" in capsys.readouterr().out
+    assert main(["explain", "--report", str(report), addresses["file_2"]]) == 0
+    assert "MARKED: only expired commits reference it" in capsys.readouterr().out
+
+    # the existing sweep deletes exactly the marked objects
+    before_lakefs = {key for key in _keys(namespace) if key.startswith("_lakefs/")}
+    assert main(["sweep", "--report", str(report), "--state", str(test_state_dir), *store_args]) == 0, capsys.readouterr().err
+    for key, address in addresses.items():
+        assert namespace.exists(address) == (key in KEPT), key
+    assert namespace.exists("dummy")
+    assert before_lakefs <= {key for key in _keys(namespace) if key.startswith("_lakefs/")}
+
+
+def _keys(namespace: Namespace) -> set[str]:
+    if isinstance(namespace, LocalNamespace):
+        return {str(p.relative_to(namespace.root)) for p in namespace.root.rglob("*") if p.is_file()}
+    assert isinstance(namespace, S3Namespace)
+    pages = namespace.client.get_paginator("list_objects_v2").paginate(Bucket=namespace.bucket, Prefix=namespace.prefix + "/")
+    return {obj["Key"][len(namespace.prefix) + 1:] for page in pages for obj in page.get("Contents", [])}
+
+
+def _local_copy(namespace: Namespace, prefix: str, out: Path) -> Path:
+    """The files under ``prefix`` of the namespace, in a local directory."""
+    for key in _keys(namespace):
+        if key.startswith(prefix):
+            target = out / key[len(prefix):]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(namespace.get(key))
+    return out
