@@ -323,7 +323,8 @@ class FakeLakeFS:
         self.requests: list[tuple[str, str]] = []
         self.disabled: set[str] = set()
         self.forbidden: str | None = None  # regex over "METHOD /path-after-repo": answered 403
-        #: one-shot actions run right after the named endpoint (a ``_ROUTES`` name) answered, given
+        #: one-shot actions run right after the named endpoint (a ``_ROUTES`` name) answered (before
+        #: the answer is sent: the client sees the state after the action), given
         #: that request's path parameters: what another lakeFS user does while extract runs
         #: (``after_request["list_branches"] = lambda _: fake.delete_branch("dev")`` deletes dev
         #: between the listing and what follows)
@@ -699,10 +700,19 @@ class _Handler(BaseHTTPRequestHandler):
                     if name in fake.disabled:
                         return self._error(404, "path not found")
                     params = {k: unquote(v) for k, v in m.groupdict().items()}
-                    getattr(self, f"_{name}")(query, body, **params)
                     action = fake.after_request.pop(name, None)
-                    if action is not None:
+                    if action is None:
+                        getattr(self, f"_{name}")(query, body, **params)
+                        return None
+                    # the answer is held back until the action has run: a client that already
+                    # had it could send its next request before the action changed the state
+                    wire, self.wfile = self.wfile, io.BytesIO()
+                    try:
+                        getattr(self, f"_{name}")(query, body, **params)
                         action(params)
+                    finally:
+                        held, self.wfile = self.wfile, wire
+                        wire.write(held.getvalue())
                     return None
             return self._error(404, "path not found")
 
