@@ -7,7 +7,10 @@ on commits 12, 8, 8, 8, 6 and 4 days ago; four files staged, one of them deleted
 deleted, dev reset. lakeFS's test expects file_2, file_4, file_5, file_7, file_9 and file_10
 gone and the others kept; here each carries its reason, the union equals what ``gc committed``
 and ``gc uncommitted`` mark alone, the mark is also written in lakeFS's layout, and the sweep
-deletes exactly the marked objects. On local disk and on S3 (the local S3 server).
+deletes exactly the marked objects. On local disk and on each store's local server: S3 (moto),
+Azure (Azurite), GCS (gcp-storage-emulator), the stores every job's end-to-end test uses
+(test_stores_e2e). Each job alone runs on local disk only: there it is the reference the union is
+compared with; elsewhere the expected sets are lakeFS's.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ import json
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pyarrow.parquet as pq
 import pytest
 
-from fake_lakefs import KEY, SECRET, FakeLakeFS, LocalNamespace, Namespace, S3Namespace, serve  # noqa: F401 - serve: a fixture
+from fake_lakefs import KEY, SECRET, FakeLakeFS, LocalNamespace, Namespace, serve  # noqa: F401 - serve: a fixture
 from lakewarden.cli import main
-from test_sweep_support import S3_ENV, moto_endpoint, new_bucket, s3_client_for
+from test_stores_e2e import make_store, server  # noqa: F401 - server: a fixture (the stores' local servers)
 
 pytestmark = pytest.mark.spark
 
@@ -76,26 +79,27 @@ def clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> datetime:
     return now
 
 
-@pytest.mark.parametrize("store", ["file", "s3"])
+@pytest.mark.parametrize("store", ["file", "s3", "azure", "gcs"])
 def test_unified_gc_reproduces_lakefs_system_test(
-    spark: Any, test_state_dir: Path, clock: datetime, serve: Any, store: str, request: pytest.FixtureRequest,
+    spark: Any, test_state_dir: Path, clock: datetime, serve: Any, store: str, server: Callable[[str], str],
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     store_args: tuple[str, ...] = ()
     min_age: tuple[str, ...] = ("--min-age", "1h")
-    if store == "s3":
-        for name, value in S3_ENV.items():
-            monkeypatch.setenv(name, value)
-            monkeypatch.setitem(spark.sparkContext.environment, name, value)
-        monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-        s3 = moto_endpoint(request)
-        namespace: Namespace = S3Namespace(s3_client_for(s3), new_bucket(s3), "repos/repo1")
-        store_args = ("--s3-endpoint", s3, "--s3-region", "us-east-1")
-        # the S3 server stamps every object with its own clock (now), as lakeFS's test runs
-        # its GC with lakefs.debug.gc.uncommitted_min_age_seconds=1
-        min_age = ("--min-age", "1s", "--force")
+    keys: Callable[[], set[str]]
+    if store == "file":
+        namespace: Namespace = LocalNamespace(tmp_path / "storage" / "repo1")
+        keys = lambda: _local_keys(namespace)  # noqa: E731
     else:
-        namespace = LocalNamespace(tmp_path / "storage" / "repo1")
+        # a fresh bucket or container on the store's local server (the same stores as every
+        # job's end-to-end test: S3 (moto), Azure (Azurite), GCS (gcp-storage-emulator))
+        for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY", "STORAGE_EMULATOR_HOST", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+            monkeypatch.delenv(name, raising=False)
+        reached = make_store(store, server, tmp_path, spark, monkeypatch)
+        namespace, keys, store_args = reached.namespace, reached.keys, tuple(reached.args)
+        # the server stamps every object with its own clock (now), as lakeFS's test runs its GC
+        # with lakefs.debug.gc.uncommitted_min_age_seconds=1
+        min_age = ("--min-age", "1s", "--force")
     fake, addresses = unified_gc_scenario(namespace, clock)
     by_address = {address: key for key, address in addresses.items()}
     # the scenario is what lakeFS's test says: its retention expires exactly these
@@ -110,7 +114,7 @@ def test_unified_gc_reproduces_lakefs_system_test(
     # the jobs' clock: the scenario's; on S3 the wall clock (the server stamped the objects with
     # it, a moment ago: 1s past the last upload is old enough for --min-age 1s)
     job_clock = clock
-    if store == "s3":
+    if store != "file":
         time.sleep(1.5)
         job_clock = datetime.now(timezone.utc).replace(microsecond=0)
     now = job_clock.isoformat().replace("+00:00", "Z")
@@ -151,8 +155,8 @@ def test_unified_gc_reproduces_lakefs_system_test(
     assert set(mark_summary) == {"run_id", "success", "first_slice", "start_time", "cutoff_time", "num_deleted_objects"}
     assert mark_summary["run_id"] == mark_id and mark_summary["success"] is True
     assert mark_summary["num_deleted_objects"] == 6
-    assert mark_summary["cutoff_time"] == (job_clock - (timedelta(seconds=1) if store == "s3" else timedelta(hours=1))).strftime("%Y-%m-%dT%H:%M:%SZ")
-    mark_dir = _local_copy(namespace, f"_lakefs/retention/gc/unified/{mark_id}/", tmp_path / "mark")
+    assert mark_summary["cutoff_time"] == (job_clock - (timedelta(hours=1) if store == "file" else timedelta(seconds=1))).strftime("%Y-%m-%dT%H:%M:%SZ")
+    mark_dir = _local_copy(namespace, keys(), f"_lakefs/retention/gc/unified/{mark_id}/", tmp_path / "mark")
     [parquet] = list((mark_dir / "deleted").glob("*.parquet"))
     table = pq.read_table(parquet)
     assert table.schema.names == ["address"] and str(table.schema.field("address").type) == "string"
@@ -168,25 +172,21 @@ def test_unified_gc_reproduces_lakefs_system_test(
     assert "MARKED: only expired commits reference it" in capsys.readouterr().out
 
     # the existing sweep deletes exactly the marked objects
-    before_lakefs = {key for key in _keys(namespace) if key.startswith("_lakefs/")}
+    before_lakefs = {key for key in keys() if key.startswith("_lakefs/")}
     assert main(["sweep", "--report", str(report), "--state", str(test_state_dir), *store_args]) == 0, capsys.readouterr().err
     for key, address in addresses.items():
         assert namespace.exists(address) == (key in KEPT), key
     assert namespace.exists("dummy")
-    assert before_lakefs <= {key for key in _keys(namespace) if key.startswith("_lakefs/")}
+    assert before_lakefs <= {key for key in keys() if key.startswith("_lakefs/")}
 
 
-def _keys(namespace: Namespace) -> set[str]:
-    if isinstance(namespace, LocalNamespace):
-        return {str(p.relative_to(namespace.root)) for p in namespace.root.rglob("*") if p.is_file()}
-    assert isinstance(namespace, S3Namespace)
-    pages = namespace.client.get_paginator("list_objects_v2").paginate(Bucket=namespace.bucket, Prefix=namespace.prefix + "/")
-    return {obj["Key"][len(namespace.prefix) + 1:] for page in pages for obj in page.get("Contents", [])}
+def _local_keys(namespace: LocalNamespace) -> set[str]:
+    return {str(p.relative_to(namespace.root)) for p in namespace.root.rglob("*") if p.is_file()}
 
 
-def _local_copy(namespace: Namespace, prefix: str, out: Path) -> Path:
+def _local_copy(namespace: Namespace, keys: set[str], prefix: str, out: Path) -> Path:
     """The files under ``prefix`` of the namespace, in a local directory."""
-    for key in _keys(namespace):
+    for key in keys:
         if key.startswith(prefix):
             target = out / key[len(prefix):]
             target.parent.mkdir(parents=True, exist_ok=True)
