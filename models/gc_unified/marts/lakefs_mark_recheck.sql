@@ -38,33 +38,45 @@ active_ranges as (
 
 ),
 
-active_references as (
+referencing_entries as (
 
     select
-        mark.physical_address,
-        min(active_ranges.commit_id) as commit_id
+        ranges.address,
+        ranges.address_type,
+        active_ranges.commit_id,
+        cast(null as string) as branch_id,
+        false as is_staged
     from {{ ref('stg_lakefs__ranges') }} as ranges
     inner join active_ranges on ranges.range_id = active_ranges.range_id
-    cross join repository
-    inner join mark
-        on
-            {{ physical_address('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }}
-            = mark.physical_address
-    group by mark.physical_address
+
+    union all
+
+    select
+        staged.address,
+        staged.address_type,
+        cast(null as string) as commit_id,
+        staged.branch_id,
+        true as is_staged
+    from {{ ref('stg_lakefs__staged') }} as staged
 
 ),
 
-staged_references as (
+mark_references as (
 
     select
         mark.physical_address,
-        count(*) as staged_entries,
-        min(staged.branch_id) as branch_id
-    from {{ ref('stg_lakefs__staged') }} as staged
+        min(referencing_entries.commit_id) as commit_id,
+        count_if(referencing_entries.is_staged) as staged_entries,
+        min(referencing_entries.branch_id) as branch_id
+    from referencing_entries
     cross join repository
     inner join mark
         on
-            {{ physical_address('staged.address', 'staged.address_type', 'repository.storage_namespace_root') }}
+            {{ physical_address(
+                'referencing_entries.address',
+                'referencing_entries.address_type',
+                'repository.storage_namespace_root'
+            ) }}
             = mark.physical_address
     group by mark.physical_address
 
@@ -79,18 +91,17 @@ final as (
         case
             when not {{ is_deletable_address('mark.physical_address', 'mark.storage_namespace_root') }}
                 then 'outside the namespace, under _lakefs/ or lakeFS''s dummy'
-            when active_references.commit_id is not null
-                then concat('an active commit references it (', active_references.commit_id, ')')
+            when mark_references.commit_id is not null
+                then concat('an active commit references it (', mark_references.commit_id, ')')
             -- lakeFS's uncommitted listing names no branch: extract leaves branch_id null then
-            when staged_references.staged_entries > 0
+            when mark_references.staged_entries > 0
                 then concat(
                     'a staged entry references it',
-                    coalesce(concat(' (branch ', staged_references.branch_id, ')'), '')
+                    coalesce(concat(' (branch ', mark_references.branch_id, ')'), '')
                 )
         end as kept_reason
     from mark
-    left join active_references on mark.physical_address = active_references.physical_address
-    left join staged_references on mark.physical_address = staged_references.physical_address
+    left join mark_references on mark.physical_address = mark_references.physical_address
 
 )
 
