@@ -5,7 +5,10 @@ SDK process deleting the same keys with the same batch API.
 
 Each emulator runs as a child process on 127.0.0.1 (the test suite's own launchers,
 python/tests/store_emulators.py). Both sides are whole processes timed from spawn to exit,
-deleting the same freshly written keys. The bare side reads a plain list of keys and sends
+deleting the same freshly written keys in the same batches and order, each side in a fresh
+emulator (both emulators keep state for every delete: gcp-storage-emulator rewrites its whole
+metadata file, soft-deleted objects included, on each one, so the side that ran second in a
+shared emulator paid for the first side's deletes: 2.2x at 2,000 keys before this). The bare side reads a plain list of keys and sends
 sequential batches at the store's limit with nothing else (Azure Blob Batch of 256 with
 azure-storage-blob, GCS batch requests of 100 with google-cloud-storage): the floor for deleting
 them from Python. The sweep side is the command a user runs (validation, lock, re-check of every
@@ -28,8 +31,9 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from bench_support import lakewarden_env, sweep_command, timed, write_report
 
@@ -70,8 +74,12 @@ def _fill(put: Callable[[str], Any], keys: Sequence[str], threads: int) -> None:
         list(pool.map(put, keys))
 
 
-def bench_store(kind: str, keys: list[str], rounds: int, base: Path) -> tuple[float, float]:
-    """(best bare seconds, best sweep seconds) for ``kind`` over ``rounds``."""
+@contextmanager
+def fresh_store(kind: str) -> Iterator[tuple[dict[str, str], str, str, int, Callable[[str], Any], Callable[[], int]]]:
+    """A new emulator with an empty bucket/container: (env, namespace, bucket, fill threads, put,
+    count). Each side of a round gets its own: both emulators keep state for every delete
+    (gcp-storage-emulator rewrites its whole metadata file, soft-deleted objects included, on
+    each one), so a side running after the other in the same emulator pays for its deletes."""
     emulator = start_azurite() if kind == "azure" else start_gcs_emulator()
     env = lakewarden_env()
     try:
@@ -80,20 +88,17 @@ def bench_store(kind: str, keys: list[str], rounds: int, base: Path) -> tuple[fl
             env["AZURE_STORAGE_CONNECTION_STRING"] = (
                 f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};BlobEndpoint={emulator.url};"
             )
-            namespace = f"https://{AZURITE_ACCOUNT}.blob.core.windows.net/bench/repo"
-            bare_script, target, threads = BARE_AZURE, "bench", 16
 
             def put(key: str) -> None:
                 container.upload_blob(key, b"", overwrite=True)
 
             def count() -> int:
                 return sum(1 for _ in container.list_blobs(name_starts_with="repo/"))
+
+            yield env, f"https://{AZURITE_ACCOUNT}.blob.core.windows.net/bench/repo", "bench", 16, put, count
         else:
             bucket = gcs_bucket(emulator.url, "bench")
             env["STORAGE_EMULATOR_HOST"] = emulator.url
-            namespace = "gs://bench/repo"
-            # the emulator slows down under concurrent writes: fill it from one thread
-            bare_script, target, threads = BARE_GCS, "bench", 1
 
             def put(key: str) -> None:
                 bucket.blob(key).upload_from_string(b"")
@@ -101,26 +106,37 @@ def bench_store(kind: str, keys: list[str], rounds: int, base: Path) -> tuple[fl
             def count() -> int:
                 return sum(1 for _ in bucket.client.list_blobs("bench", prefix="repo/"))
 
-        listing = base / f"{kind}-keys.txt"
-        listing.write_text("".join(k + "\n" for k in keys), encoding="utf-8")
-        best_bare = best_sweep = float("inf")
-        for round_ in range(rounds):
+            # the emulator slows down under concurrent writes: fill it from one thread
+            yield env, "gs://bench/repo", "bench", 1, put, count
+    finally:
+        emulator.stop()
+
+
+def bench_store(kind: str, keys: list[str], rounds: int, base: Path, sweep_args: Sequence[str] = ()) -> tuple[float, float]:
+    """(best bare seconds, best sweep seconds) for ``kind`` over ``rounds``."""
+    bare_script = BARE_AZURE if kind == "azure" else BARE_GCS
+    # the bare side sends the sweep's batches: the same keys in the same order (a report's
+    # addresses are sorted)
+    listing = base / f"{kind}-keys.txt"
+    listing.write_text("".join(k + "\n" for k in sorted(keys)), encoding="utf-8")
+    best_bare = best_sweep = float("inf")
+    for round_ in range(rounds):
+        with fresh_store(kind) as (env, _, target, threads, put, count):
             started = time.monotonic()
             _fill(put, keys, threads)
             print(f"{kind} round {round_ + 1}: put {len(keys)} keys in {time.monotonic() - started:.1f}s", flush=True)
             bare = timed([sys.executable, "-c", bare_script, target, str(listing)], env=env)
             assert count() == 0, "bare side left keys"
+        with fresh_store(kind) as (env, namespace, _, threads, put, count):
             _fill(put, keys, threads)
             report = write_report(base / f"{kind}-report-{round_}", namespace, [k.removeprefix("repo/") for k in keys])
-            sweep = timed(sweep_command(report, base / "state"), env=env)
+            sweep = timed(sweep_command(report, base / f"state-{round_}", *sweep_args), env=env)
             summary = json.loads((report / "summary.json").read_text())
             assert summary["status"] == "swept" and summary["num_deleted"] == len(keys), summary
             assert count() == 0, "sweep left keys"
-            best_bare, best_sweep = min(best_bare, bare), min(best_sweep, sweep)
-            print(f"{kind} round {round_ + 1}: bare SDK {bare:.2f}s, lakewarden sweep {sweep:.2f}s", flush=True)
-        return best_bare, best_sweep
-    finally:
-        emulator.stop()
+        best_bare, best_sweep = min(best_bare, bare), min(best_sweep, sweep)
+        print(f"{kind} round {round_ + 1}: bare SDK {bare:.2f}s, lakewarden sweep {sweep:.2f}s", flush=True)
+    return best_bare, best_sweep
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,13 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="repeat both sides; the best of each is compared")
     parser.add_argument("--stores", default="azure,gcs", help="comma-separated: azure, gcs")
     parser.add_argument("--gcs-keys", type=int, default=500, help="keys on the GCS emulator (see above)")
+    parser.add_argument("--sweep-threads", type=int, help="the sweep's --threads (default: its own, 8 on Azure and GCS)")
     args = parser.parse_args(argv)
+    sweep_args = ("--threads", str(args.sweep_threads)) if args.sweep_threads else ()
     results = {}
     with tempfile.TemporaryDirectory(prefix="lw-bench-sweep-stores-") as scratch:
         for kind in (k.strip() for k in args.stores.split(",")):
             count = args.gcs_keys if kind == "gcs" else args.keys
             keys = [f"repo/data/g{i % 97:02d}/obj-{i:09d}" for i in range(count)]
-            results[kind] = (count, *bench_store(kind, keys, args.rounds, Path(scratch)))
+            results[kind] = (count, *bench_store(kind, keys, args.rounds, Path(scratch), sweep_args))
     print()
     for kind, (count, bare, sweep) in results.items():
         print(f"{kind:6s} {count:6d} keys  bare SDK {bare:7.2f}s  lakewarden sweep {sweep:7.2f}s  ratio {sweep / bare:5.2f}x  (target <= 1.3x)")
