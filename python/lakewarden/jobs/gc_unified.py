@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from lakewarden.errors import error_line
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
-from lakewarden.jobs.shape import Job, run_job
+from lakewarden.jobs.shape import Job, run_job, with_blockstore
 from lakewarden.report import Report, default_report_dir
 from lakewarden.report_figures import write_figures
 
@@ -117,7 +117,7 @@ class UnifiedGc(Job[UnifiedInputs, UnifiedGcResult]):
                 min_age=inputs.min_age,
                 clean=args.clean,
                 report_dir=args.report,
-                store_options=_with_blockstore(inputs.store_options, context),
+                store_options=with_blockstore(inputs.store_options, context),
             )
 
     def describe(self, marked: UnifiedGcResult) -> list[str]:
@@ -139,12 +139,6 @@ class UnifiedGc(Job[UnifiedInputs, UnifiedGcResult]):
 
 def run_unified(args: argparse.Namespace) -> int:
     return run_job(UnifiedGc(), args)
-
-
-def _with_blockstore(options: "StoreOptions", context: JobContext) -> "StoreOptions":
-    if context.local_blockstore and not options.local_blockstore:
-        return replace(options, local_blockstore=context.local_blockstore)
-    return options
 
 
 def mark_unified(

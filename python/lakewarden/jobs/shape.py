@@ -101,7 +101,7 @@ def run_job(job: Job[Any, Any], args: argparse.Namespace) -> int:
 
     # options that cannot address the namespace (an Azure endpoint of another account): exit 2
     # naming the option, before anything is listed, marked or written
-    check_store_options(context.storage_namespace, _with_blockstore(options, context)).close()
+    check_store_options(context.storage_namespace, with_blockstore(options, context)).close()
     queries, jobs = SENT["queries"], spark_jobs_started(context.spark)
     marked = job.mark(context, inputs, args)
     work = {"dbt_queries": SENT["queries"] - queries}
@@ -141,8 +141,9 @@ def run_job(job: Job[Any, Any], args: argparse.Namespace) -> int:
     return 0 if outcome.success else 1
 
 
-def _with_blockstore(options: "StoreOptions", context: JobContext) -> "StoreOptions":
-    """``options`` with the local:// namespace's blockstore directory the job resolved."""
+def with_blockstore(options: "StoreOptions", context: JobContext) -> "StoreOptions":
+    """``options`` with the local:// namespace's blockstore directory the job resolved (the one
+    place this is decided: the check before a job marks, lakewarden gc, sweep --mark-id)."""
     from dataclasses import replace
 
     if context.local_blockstore and not options.local_blockstore:

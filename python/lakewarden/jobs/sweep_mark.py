@@ -48,10 +48,9 @@ def add_mark_options(parser: argparse.ArgumentParser) -> None:
 
 def run_mark(args: argparse.Namespace) -> int:
     """Read lakeFS's mark, re-check it, write a report directory, sweep it."""
-    from dataclasses import replace
-
     from lakewarden.gc_rules import load_gc_rules
     from lakewarden.jobs.common import start_job
+    from lakewarden.jobs.shape import with_blockstore
     from lakewarden.stores import check_store_options
     from lakewarden.stores.options import store_options_from_args
     from lakewarden.stores.marks import mark_prefix, read_mark
@@ -63,8 +62,7 @@ def run_mark(args: argparse.Namespace) -> int:
     job_args = argparse.Namespace(**{**vars(args), "dry_run": True})  # the re-check only reads
     context = start_job(job_args, JOB)
     context.dry_run = args.dry_run
-    if context.local_blockstore and not options.local_blockstore:
-        options = replace(options, local_blockstore=context.local_blockstore)
+    options = with_blockstore(options, context)
     # every file of the mark is read and checked before anything is written or deleted
     scratch = context.state / "work" / f"lakefs-mark-{context.run_id}"
     with check_store_options(context.storage_namespace, options) as store:
