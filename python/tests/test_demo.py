@@ -54,3 +54,11 @@ def test_demo_runs_every_job_and_deletes_what_it_reports(spark, test_state_dir: 
         assert marked_row.split()[1] == f"{summary['num_marked']:,}"
         assert not any(local_file(row["physical_address"]).exists() for row in outcomes)
     assert (test_state_dir / "demo" / "storage" / "sample-repo" / "_lakefs").is_dir()
+    # the jobs' ledgers live with the sample (a second demo starts afresh), not in the state dir
+    assert (test_state_dir / "demo" / "state" / "tables" / "lifecycle_run_events").is_dir()
+    user_ledger = test_state_dir / "tables" / "lifecycle_run_events"  # other tests' runs may be there
+    import pyarrow.parquet as pq
+
+    for part in user_ledger.glob("part-*.parquet"):
+        namespaces = pq.read_table(part, columns=["storage_namespace"]).column(0).to_pylist()
+        assert not any("/demo/storage/" in str(namespace) for namespace in namespaces), part

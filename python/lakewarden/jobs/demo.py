@@ -79,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
         f"  {before} objects in {sample.storage_namespace}; the clock (--now) is {rfc3339(now)}\n"
         f"  each job runs as a dry run (mark, report), then a sweep deletes what it marked"
     )
-    snapshot = ["--snapshot", str(sample.snapshot_dir), "--now", rfc3339(now), "--state", str(state)]
+    # the jobs keep their ledgers and histories with the sample, not in the user's state dir: a
+    # second demo starts afresh (lifecycle's ledger would otherwise make it an incremental run
+    # that finds nothing new), and the sample's runs never enter the user's ledgers
+    job_state = workdir / "state"
+    snapshot = ["--snapshot", str(sample.snapshot_dir), "--now", rfc3339(now), "--state", str(job_state)]
     jobs = (
         ("gc-committed", f"committed retention GC, rules {json.dumps(DEMO_RULES)}", ["gc", "committed", *snapshot, "--rules", str(rules_path)], _kept_committed),
         ("gc-uncommitted", "uncommitted GC, --min-age 24h", ["gc", "uncommitted", *snapshot, "--min-age", "24h"], _kept_uncommitted),
@@ -92,11 +96,11 @@ def run(args: argparse.Namespace) -> int:
         if code != 0:
             print(f"  {slug}: the dry run failed (exit {code}); see {report / 'summary.json'}")
             return code
-        code = _quietly(["sweep", "--report", str(report), "--state", str(state)], verbose=verbose)
+        code = _quietly(["sweep", "--report", str(report), "--state", str(job_state)], verbose=verbose)
         remaining = _count_files(sample.namespace_path)
         print(f"\n{title}")
         print(_table(_rows(report, remaining, kept_reasons(report))))
-        write_report_html(report, state)  # the page as the sweep left it (no-op if already current)
+        write_report_html(report, job_state)  # the page as the sweep left it (no-op if already current)
         pages.append(report / REPORT_HTML)
         if code != 0:
             print(f"  the sweep of {report} did not finish (exit {code}); its report says why")
