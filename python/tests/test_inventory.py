@@ -309,3 +309,39 @@ def test_planning_bounds_driver_listing(tmp_path: Path) -> None:
         (ns / "data" / f"d{i:04d}").mkdir(parents=True)
     units = plan_listing(ns.as_uri(), max_pages=1)
     assert [(u.prefix.removeprefix(str(ns)), u.deep) for u in units] == [("/", False), ("/data/", True)]
+
+
+# -- the metadata filter's fast path ---------------------------------------------------------------
+
+_KEY_PARTS = ["a", "B", "é", "_lakefs", "_LakeFS", "dummy", "Dummy", ".", "..", "", "%5F", "%5f", "%255F", "%2e", "%2E%2e",
+              "%zz", "%", "+", "\\", "x y", "lakefs", "_lakefsx", "dummyx", "%2F", "%5C"]
+
+
+def test_metadata_filter_fast_path_agrees_with_every_reading(spark: Any) -> None:
+    """A key without ``%``, ``+`` or a backslash takes the raw reading's checks only
+    (inventory._hidden); every key of the grid and of random joins of its parts is judged the
+    same as by the check of every reading (raw, URL-decoded once and twice, backslashes as '/')."""
+    import itertools
+    import random
+
+    from pyspark.sql import functions as F
+
+    from lakewarden.inventory import _hidden, _hidden_in_any_reading
+
+    rng = random.Random(18)
+    keys = {"/".join(parts) for size in (1, 2) for parts in itertools.product(_KEY_PARTS, repeat=size)}
+    keys |= {"/".join(rng.choice(_KEY_PARTS) for _ in range(rng.randint(1, 5))) for _ in range(3000)}
+    keys |= {"".join(rng.choice(_KEY_PARTS) for _ in range(rng.randint(1, 4))) for _ in range(3000)}
+    must_hide = {"_lakefs", "_LakeFS/a", "dummy", "..", "", "%zz", "a/..", "%5Flakefs/x", "%255Flakefs/x", "_lakefs\\x",
+                 "data\\..\\_lakefs", "a+%", "./_lakefs/x"}
+    must_keep = {"a/B", "lakefs/_lakefsx", "x y/dummyx", "a/dummy", "data/a+b", "data/%41", "é/x"}
+    keys |= must_hide | must_keep
+    frame = spark.createDataFrame([(key,) for key in sorted(keys)], "relative string")
+    judged = frame.select(
+        "relative", _hidden(F.col("relative")).alias("fast"), _hidden_in_any_reading(F.col("relative")).alias("every_reading")
+    )
+    disagreements = judged.where(~F.col("fast").eqNullSafe(F.col("every_reading"))).collect()
+    assert not disagreements, disagreements[:10]
+    hidden = {row["relative"] for row in judged.where("fast").collect()}
+    # keys of every kind are among them: metadata, ambiguous and plain, on both paths
+    assert must_hide <= hidden and not must_keep & hidden
