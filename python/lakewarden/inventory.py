@@ -290,13 +290,7 @@ def _hidden(relative: "Column") -> "Column":
     from pyspark.sql import functions as F
 
     plain = ~(relative.contains("%") | relative.contains("+") | relative.contains("\\"))
-    simple = (
-        F.lower(relative).rlike(r"^[/]*(\./+)*_lakefs(/|$)")
-        | F.lower(relative).rlike(r"^[/]*(\./+)*dummy/*$")
-        | relative.rlike(r"(^|/)\.\.?(/|$)")
-        | relative.rlike(r"^/*$")
-    )
-    return F.when(plain, simple).otherwise(_hidden_in_any_reading(relative))
+    return F.when(plain, _hidden_as_read(relative)).otherwise(_hidden_in_any_reading(relative))
 
 
 def _hidden_in_any_reading(relative: "Column") -> "Column":
@@ -305,21 +299,24 @@ def _hidden_in_any_reading(relative: "Column") -> "Column":
 
     readings = [relative, F.call_function("try_url_decode", relative)]
     readings.append(F.call_function("try_url_decode", readings[1]))
-    conditions = []
-    for reading in readings:
-        slashed = F.regexp_replace(reading, r"\\", "/")
-        conditions += [
-            F.lower(slashed).rlike(r"^[/]*(\./+)*_lakefs(/|$)"),
-            F.lower(slashed).rlike(r"^[/]*(\./+)*dummy/*$"),  # lakeFS's marker object at the root
-            slashed.rlike(r"(^|/)\.\.?(/|$)"),
-            F.regexp_replace(slashed, "/", "") == "",
-        ]
     # a reading that cannot be decoded is ambiguous: keep it out
-    conditions.append(readings[1].isNull() | readings[2].isNull())
-    hidden = conditions[0]
-    for condition in conditions[1:]:
-        hidden = hidden | condition
+    hidden = readings[1].isNull() | readings[2].isNull()
+    for reading in readings:
+        hidden = hidden | _hidden_as_read(F.regexp_replace(reading, r"\\", "/"))
     return hidden
+
+
+def _hidden_as_read(key: "Column") -> "Column":
+    """One reading's checks: under ``_lakefs/``, lakeFS's ``dummy`` marker at the root, a dot
+    segment that could climb out, or nothing but slashes."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.lower(key).rlike(r"^[/]*(\./+)*_lakefs(/|$)")
+        | F.lower(key).rlike(r"^[/]*(\./+)*dummy/*$")  # lakeFS's marker object at the root
+        | key.rlike(r"(^|/)\.\.?(/|$)")
+        | (F.regexp_replace(key, "/", "") == "")
+    )
 
 
 def restrict_to_namespace(df: "DataFrame", key_column: str, ns: ParsedURI) -> "DataFrame":
