@@ -8,6 +8,7 @@ import csv
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from lakewarden.cli import main
@@ -57,8 +58,6 @@ def test_demo_runs_every_job_and_deletes_what_it_reports(spark, test_state_dir: 
     # the jobs' ledgers live with the sample (a second demo starts afresh), not in the state dir
     assert (test_state_dir / "demo" / "state" / "tables" / "lifecycle_run_events").is_dir()
     user_ledger = test_state_dir / "tables" / "lifecycle_run_events"  # other tests' runs may be there
-    import pyarrow.parquet as pq
-
     for part in user_ledger.glob("part-*.parquet"):
         namespaces = pq.read_table(part, columns=["storage_namespace"]).column(0).to_pylist()
         assert not any("/demo/storage/" in str(namespace) for namespace in namespaces), part
