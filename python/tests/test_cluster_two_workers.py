@@ -1,7 +1,9 @@
 """A job on a real Spark standalone cluster: a master and two workers (1 core, 1g each) started
 from pyspark's own launcher (``bin/spark-class``) on 127.0.0.1, the job submitted with
-``spark-submit`` as the README shows, from the built wheel, and its marked addresses equal to the
-embedded run's on an identical sample. The fixture always stops the cluster.
+``spark-submit`` as the README shows, from the built wheel, and its marked addresses (with their
+paths and rules) equal to what the lifecycle oracle (``lifecycle_oracle``, plain Python over the
+snapshot) says a run must mark; the embedded runs are held to the same oracle in test_lifecycle.
+The fixture always stops the cluster.
 
 The job is ``lifecycle``: of the jobs it has the most steps (Python models walking the commit
 graph, shuffles across both executors) and it writes state tables kept across runs (policy
@@ -26,11 +28,12 @@ from typing import Iterator
 
 import pytest
 
-from lakewarden.cli import main
 from lakewarden.sample import SampleConfig, generate
+from lifecycle_oracle import lifecycle_marked
+from oracles import Snapshot
 from wheel_support import clean_env, installed_wheel
 
-pytestmark = [pytest.mark.spark, pytest.mark.cluster]
+pytestmark = [pytest.mark.cluster]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POLICY = {"logs": {"prefix": "logs/", "days": 10, "enabled": True}, "events": {"prefix": "events/", "days": 20, "enabled": True, "branch_days": {"main": 12}}}
@@ -123,41 +126,38 @@ def submit_command(master: str, state: Path, bin_dir: Path) -> list[str]:
     ]
 
 
-def marked(report: Path) -> list[str]:
-    """The marked addresses, FULL ones inside the namespace written relative to it: the two
-    samples are identical but live under different namespaces."""
-    namespace = json.loads((report / "summary.json").read_text())["storage_namespace"].rstrip("/") + "/"
+def marked(report: Path) -> dict[str, tuple[list[str], list[str]]]:
+    """physical address -> (paths, matched rules), as addresses.csv lists them."""
     with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        return sorted(row["address"].replace(namespace, "<namespace>/", 1) for row in csv.DictReader(handle))
+        return {row["physical_address"]: (row["paths"].split(";"), row["matched_rules"].split(";")) for row in csv.DictReader(handle)}
 
 
-def test_lifecycle_on_two_workers_marks_what_the_embedded_run_marks(
-    cluster: str, spark, test_state_dir: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def test_lifecycle_on_two_workers_marks_what_the_oracle_marks(cluster: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     bin_dir = installed_wheel(tmp_path_factory.getbasetemp() / "wheel")  # shared with test_wheel
-    config = SampleConfig(seed=21, entries=700)
-    embedded_sample, cluster_sample = generate(tmp_path / "embedded", config), generate(tmp_path / "cluster", config)
-    assert embedded_sample.end == cluster_sample.end
+    sample = generate(tmp_path / "sample", SampleConfig(seed=21, entries=700))
     (tmp_path / "policy.json").write_text(json.dumps(POLICY))
-    now = (embedded_sample.end + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    jobs = {"lifecycle": ["lifecycle", "--policy", str(tmp_path / "policy.json")]}
-    state = tmp_path / "cluster-state"
-    env = clean_env(LAKEWARDEN_TARGET="cluster", LAKEWARDEN_HOME=str(state))  # the wheel only, no checkout
-    for name, job in jobs.items():
-        embedded_report, cluster_report = tmp_path / f"embedded-{name}", tmp_path / f"cluster-{name}"
-        common = ["--now", now, "--dry-run"]
-        assert main([*job, "--snapshot", str(embedded_sample.snapshot_dir), *common, "--state", str(test_state_dir), "--report", str(embedded_report)]) == 0
-        result = subprocess.run(
-            [*submit_command(cluster, state, bin_dir), *job, "--snapshot", str(cluster_sample.snapshot_dir), *common, "--state", str(state), "--report", str(cluster_report)],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800,
-        )
-        assert result.returncode == 0, result.stderr[-4000:]
-        summary = json.loads((cluster_report / "summary.json").read_text())
-        assert summary["success"] is True
-        expected = marked(embedded_report)
-        assert expected, f"{name}: the sample should mark something"
-        assert marked(cluster_report) == expected, name
-        assert (cluster_report / "report.html").is_file()
-    # each worker ran an executor of the submitted applications
+    now = sample.end + timedelta(days=2)
+    expected = {
+        physical: (found["paths"], found["matched_rules"])
+        for physical, found in lifecycle_marked(Snapshot.read(sample.snapshot_dir), POLICY, now).items()
+    }
+    assert expected, "the sample should give the policy something to mark"
+    state, report = tmp_path / "cluster-state", tmp_path / "cluster-report"
+    # the wheel only, no checkout; the venv activated (its spark-submit finds SPARK_HOME through
+    # the python first on PATH)
+    env = clean_env(LAKEWARDEN_TARGET="cluster", LAKEWARDEN_HOME=str(state))
+    env.pop("SPARK_HOME", None)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    job = ["lifecycle", "--policy", str(tmp_path / "policy.json"), "--snapshot", str(sample.snapshot_dir)]
+    result = subprocess.run(
+        [*submit_command(cluster, state, bin_dir), *job, "--now", now.strftime("%Y-%m-%dT%H:%M:%SZ"), "--dry-run", "--state", str(state), "--report", str(report)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["success"] is True and summary["num_marked"] == len(expected)
+    assert marked(report) == expected
+    assert (report / "report.html").is_file()
+    # each worker ran an executor of the submitted application
     for number in (1, 2):
         assert list((tmp_path / f"worker-{number}").glob("app-*/*/stderr")), f"worker {number} ran no executor"

@@ -1,12 +1,13 @@
 """The built wheel carries the dbt project: installed into a fresh venv, ``lakewarden demo`` runs
-from a directory outside the checkout (stdout a tour, no dbt log line, every report.html
-printed). And the analysts' path still works from the checkout: ``dbt build`` and ``dbt run
+from a directory outside the checkout (every job marks, sweeps and deletes what it reports;
+stdout a tour, no dbt log line, every report.html printed). And the analysts' path still works from the checkout: ``dbt build`` and ``dbt run
 --select lifecycle+`` with the shipped profiles.
 
 Slow (a build, a venv install from pip's cache, a demo): marked ``wheel``, kept in the suite."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from oracles import local_file
 from wheel_support import REPO_ROOT, clean_env, installed_wheel
 
 PROJECT_FILES = ("dbt_project.yml", "models/sources.yml", "macros/run_clock.sql", "profiles/profiles.yml", "tests/assert_gc_never_marks_live_addresses.sql")
@@ -47,8 +49,16 @@ def test_wheel_holds_the_dbt_project_and_nothing_generated(wheel: Path) -> None:
     print(f"wheel {wheel.name}: {wheel.stat().st_size:,} bytes")
 
 
+JOBS = ("gc-committed", "gc-uncommitted", "lifecycle")
+JOB_TITLES = {"gc-committed": "committed retention GC", "gc-uncommitted": "uncommitted GC", "lifecycle": "lifecycle policy"}
+
+
 @pytest.mark.wheel
 def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, wheel_base: Path, tmp_path: Path) -> None:
+    """`lakewarden demo` (the README's first command) end to end, as a user runs it: from the
+    installed wheel, in a directory outside the checkout. Every job marks, sweeps and deletes
+    what it reports (the objects are gone); stdout is a tour (a table per job, then each
+    report.html) with no dbt log line; the jobs' ledgers live with the sample."""
     bin_dir = installed_wheel(wheel_base)
     where = tmp_path / "somewhere" / "else"
     where.mkdir(parents=True)
@@ -59,17 +69,43 @@ def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, wh
     assert located.startswith(str(bin_dir.parent)) and located.endswith("lakewarden/dbt_project")
     started = time.monotonic()
     demo = subprocess.run(
-        [str(bin_dir / "lakewarden"), "demo", "--entries", "600"],
-        cwd=where, env=clean_env(LAKEWARDEN_DRIVER_MEMORY="1g"), capture_output=True, text=True, timeout=1800,
+        [str(bin_dir / "lakewarden"), "demo", "--entries", "800", "--seed", "3"],
+        cwd=where, env=clean_env(LAKEWARDEN_DRIVER_MEMORY="1g", LAKEWARDEN_PROGRESS="plain"),
+        capture_output=True, text=True, timeout=1800,
     )
     seconds = time.monotonic() - started
     assert demo.returncode == 0, demo.stderr[-3000:]
     print(f"lakewarden demo from the wheel: {seconds:.0f}s")
     out = demo.stdout
-    for forbidden in ("START sql", "OK created", "Done. PASS", "Running with dbt", "Concurrency:"):
-        assert forbidden not in out
-    pages = [Path(line.strip()) for line in out.splitlines()[out.splitlines().index("reports:") + 1 :]]
-    assert len(pages) == 3 and all(page.is_file() and page.is_relative_to(where / ".lakewarden") for page in pages)
+    for title in JOB_TITLES.values():
+        assert title in out
+    state = where / ".lakewarden"  # the default state dir: ./.lakewarden
+    reports = state / "demo" / "reports"
+    # the tour: per job a kept/marked/deleted table, then the report pages; no dbt log lines
+    assert out.count("\n  kept ") == 3 and out.count("\n  marked ") == 3 and out.count("\n  deleted ") == 3
+    for forbidden in ("START sql", "OK created", "Done. PASS", "Running with dbt", "Concurrency:", '"num_deleted"'):
+        assert forbidden not in out, f"{forbidden!r} leaked into the demo's stdout"
+    pages = [line.strip() for line in out.splitlines()[out.splitlines().index("reports:") + 1 :]]
+    assert pages == [str(reports / job / "report.html") for job in JOBS]
+    assert all(Path(page).is_file() for page in pages)
+    # one progress line per build (stderr is no TTY): committed GC builds its commit models first
+    # (to find out whether an earlier mark can be reused), then the mark; the other jobs once each
+    assert demo.stderr.count("lakewarden: models ") == 4, demo.stderr[-3000:]
+    for job in JOBS:
+        summary = json.loads((reports / job / "summary.json").read_text())
+        assert summary["job"] == job and summary["dry_run"] is True
+        assert summary["success"] is True and summary["num_failed"] == 0, job
+        assert summary["num_marked"] > 0, f"the demo should show {job} deleting something"
+        with open(reports / job / "sweep" / "outcomes.csv", newline="", encoding="utf-8") as handle:
+            outcomes = list(csv.DictReader(handle))
+        assert len(outcomes) == summary["num_marked"] and {row["status"] for row in outcomes} == {"deleted"}
+        marked_row = next(line for line in out.split(JOB_TITLES[job])[1].splitlines() if line.startswith("  marked "))
+        assert marked_row.split()[1] == f"{summary['num_marked']:,}"
+        assert not any(local_file(row["physical_address"]).exists() for row in outcomes)
+    assert (state / "demo" / "storage" / "sample-repo" / "_lakefs").is_dir()
+    # the jobs' ledgers live with the sample (a second demo starts afresh), not in the user's state dir
+    assert (state / "demo" / "state" / "tables" / "lifecycle_run_events").is_dir()
+    assert not (state / "tables" / "lifecycle_run_events").exists()
 
 
 @pytest.mark.spark
