@@ -102,20 +102,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def stop_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
+def stop_groups(procs: list[subprocess.Popen[bytes]], grace: float = 10.0) -> None:
+    """SIGTERM every process group at once, then SIGKILL what is left after ``grace`` seconds
+    (the groups may hold task runners even if a leader exited): the shutdowns overlap, so
+    stopping costs the slowest one, not their sum."""
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the group may hold task runners even if the leader exited
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
@@ -182,8 +189,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             pytest.fail(f"airflow did not serve DAG {DAG_ID} within 120s; logs in {home}")
         yield base
     finally:
-        for proc in procs:
-            stop_group(proc)
+        stop_groups(procs)
 
 
 def test_airflow3_dag_run_counts_rows_and_calls_back(airflow: str, snapshot, service_factory) -> None:
