@@ -43,3 +43,19 @@ def sstable_fixtures() -> Path:
     if not path.is_dir():
         pytest.fail(f"shared fixtures missing at {path}: clone the repository beside ../shared")
     return path
+
+
+WHEEL_MARKERS = ("wheel", "cluster")
+_WHEEL_STARTED: list[bool] = []
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Start the wheel's build and install in the background at the first test outside checks/
+    when the run holds a test that needs it (wheel_support.prepare_in_background)."""
+    if _WHEEL_STARTED or "checks" in item.path.parts[-2:-1]:
+        return
+    _WHEEL_STARTED.append(True)
+    if any(other.get_closest_marker(name) for other in item.session.items for name in WHEEL_MARKERS):
+        from wheel_support import prepare_in_background
+
+        prepare_in_background(item.config._tmp_path_factory.getbasetemp() / "wheel")  # type: ignore[attr-defined]
