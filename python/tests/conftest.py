@@ -25,8 +25,15 @@ def test_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark(test_state_dir: Path):
     """The single embedded Spark session of the test run."""
+    from pyspark import SparkContext
+
     from lakewarden.spark_session import get_or_create
 
+    # A session someone else started (dbt's session connection, say, from a test that compiles
+    # without this fixture) would carry its settings into every later test: no PYSPARK_PYTHON
+    # for the Python workers, another warehouse. Say so here instead of failing far away.
+    if SparkContext._active_spark_context is not None:  # noqa: SLF001 - the only way to ask
+        pytest.fail("a Spark session was started before the suite's own: request the `spark` fixture in the test that started it")
     os.environ["LAKEWARDEN_HOME"] = str(test_state_dir)
     session = get_or_create(test_state_dir, app_name="lakewarden-tests", master="local[2]")
     yield session
@@ -47,6 +54,12 @@ def sstable_fixtures() -> Path:
 
 WHEEL_MARKERS = ("wheel", "cluster")
 _WHEEL_STARTED: list[bool] = []
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests that need the built wheel run last (in their files' order), so its background
+    build (pytest_runtest_setup below) has the rest of the suite to finish in."""
+    items.sort(key=lambda item: any(item.get_closest_marker(name) for name in WHEEL_MARKERS))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -54,7 +54,10 @@ JOB_SELECTIONS = [
 
 
 @pytest.mark.parametrize("selection,extra", JOB_SELECTIONS)
-def test_cached_compilation_with_run_values_equals_dbts_compilation(test_state_dir, selection, extra):
+def test_cached_compilation_with_run_values_equals_dbts_compilation(spark, test_state_dir, selection, extra):
+    # ``spark``: dbt's compile opens its session connection, which would otherwise start a
+    # session of its own from the profile (no PYSPARK_PYTHON, Derby), as the runner never lets
+    # it: every job starts its session before dbt runs
     variables = {
         "now": "2026-03-04T05:06:07.000000Z",
         "run_id": "gc-committed-20260304T050607Z-abc123",
