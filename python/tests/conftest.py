@@ -53,22 +53,9 @@ def sstable_fixtures() -> Path:
 
 
 WHEEL_MARKERS = ("wheel", "cluster")
-_WHEEL_STARTED: list[bool] = []
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests that need the built wheel run last (in their files' order), so its background
-    build (pytest_runtest_setup below) has the rest of the suite to finish in."""
+    """The tests that build and install the wheel run last (in their files' order): the
+    suite's quick failures come first."""
     items.sort(key=lambda item: any(item.get_closest_marker(name) for name in WHEEL_MARKERS))
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Start the wheel's build and install in the background at the first test outside checks/
-    when the run holds a test that needs it (wheel_support.prepare_in_background)."""
-    if _WHEEL_STARTED or "checks" in item.path.parts[-2:-1]:
-        return
-    _WHEEL_STARTED.append(True)
-    if any(other.get_closest_marker(name) for other in item.session.items for name in WHEEL_MARKERS):
-        from wheel_support import prepare_in_background
-
-        prepare_in_background(item.config._tmp_path_factory.getbasetemp() / "wheel")  # type: ignore[attr-defined]

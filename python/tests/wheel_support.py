@@ -10,14 +10,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _BUILT: dict[str, Path] = {}
-_LOCK = threading.Lock()
-_PENDING: "Future[Path] | None" = None
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -42,28 +38,10 @@ def build_wheel(out_dir: Path) -> Path:
 
 def installed_wheel(base: Path) -> Path:
     """The wheel built and installed into one fresh venv under ``base``, once per test run (the
-    demo test and the cluster test share it: an install takes minutes); the venv's bin dir.
-    Waits for the background build when :func:`prepare_in_background` started one (and raises
-    what it raised)."""
-    with _LOCK:
-        if _PENDING is not None:
-            return _PENDING.result()
-        if "venv" not in _BUILT:
-            _BUILT["venv"] = install_into_fresh_venv(build_wheel(base / "dist"), base / "venv")
-        return _BUILT["venv"]
-
-
-def prepare_in_background(base: Path) -> None:
-    """Start building and installing the wheel under ``base`` in a thread, once: the build and
-    the pip install (~40 s, one process at a time) overlap the in-process Spark tests, whose
-    driver leaves a core idle most of the time. conftest starts it once the browser and
-    latency tests of checks/ are behind (they are the ones sensitive to load)."""
-    global _PENDING
-    with _LOCK:
-        if _PENDING is None and "venv" not in _BUILT:
-            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wheel-build")
-            _PENDING = pool.submit(lambda: install_into_fresh_venv(build_wheel(base / "dist"), base / "venv"))
-            pool.shutdown(wait=False)
+    demo test and the cluster test share it: an install takes minutes); the venv's bin dir."""
+    if "venv" not in _BUILT:
+        _BUILT["venv"] = install_into_fresh_venv(build_wheel(base / "dist"), base / "venv")
+    return _BUILT["venv"]
 
 
 def install_into_fresh_venv(wheel: Path, venv: Path) -> Path:
