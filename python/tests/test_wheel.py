@@ -1,7 +1,7 @@
 """The built wheel carries the dbt project: installed into a fresh venv, ``lakewarden demo`` runs
 from a directory outside the checkout (every job marks, sweeps and deletes what it reports;
-stdout a tour, no dbt log line, every report.html printed). And the analysts' path still works from the checkout: ``dbt build`` and ``dbt run
---select lifecycle+`` with the shipped profiles.
+stdout a tour, no dbt log line, every report.html printed). And the analysts' path still works
+from the checkout: ``dbt build`` and ``dbt run --select lifecycle+`` with the shipped profiles.
 
 Slow (a build, a venv install from pip's cache, a demo): marked ``wheel``, kept in the suite."""
 
@@ -65,8 +65,9 @@ for command in (["build"], ["run", "--select", "lifecycle+"]):
         sys.exit(1)
 """
 
-JOBS = ("gc-committed", "gc-uncommitted", "lifecycle")
+# the demo's jobs, in the order it runs them, and the heading of each in its tour
 JOB_TITLES = {"gc-committed": "committed retention GC", "gc-uncommitted": "uncommitted GC", "lifecycle": "lifecycle policy"}
+JOBS = tuple(JOB_TITLES)
 
 
 @pytest.mark.wheel
@@ -152,6 +153,7 @@ def test_dbt_build_and_lifecycle_run_from_the_checkout_with_the_shipped_profiles
     assert {"int_graph__commit_branch_sets", "int_graph__branch_set_members", "int_gc_committed__active_commits"} <= built
     assert {"assert_gc_never_marks_live_addresses", "assert_lifecycle_never_marks_protected_addresses"} <= built
     assert "model.lakewarden.lifecycle_marked_addresses" in lifecycle and not any(".gc_" in unique_id for unique_id in lifecycle)
-    # the shipped profile keeps the catalog in a Derby metastore under the state dir: what one
-    # dbt process built is there for the next one
+    # the shipped profile puts the catalog in a Derby metastore under the state dir, where a later
+    # dbt process finds what this one built (both commands share one process here, so that later
+    # process itself is not exercised)
     assert (tmp_path / "state" / "metastore_db").is_dir()
