@@ -98,3 +98,17 @@
     from {{ judged }}
     group by path, physical_address
 {%- endmacro %}
+
+
+{#- `where false` when the runner has found that this run reads no range (var
+    lifecycle_reads_ranges, set from int_lifecycle__read_ranges once that step is built), else
+    nothing. Put on an import CTE of the steps after it: Spark's optimizer then folds the step to
+    an empty relation and plans no scan, no shuffle, no join. Exact, not a shortcut: with no read
+    range there is no newly expired path (int_lifecycle__read_ranges says why), so no address to
+    remove, no deduplication and no mark; `dbt build` (the default, true) computes the same empty
+    result the long way. -#}
+{% macro lifecycle_unless_no_range_read() -%}
+    {%- if not var('lifecycle_reads_ranges', true) %}
+    where false -- this run reads no range (var lifecycle_reads_ranges)
+    {%- endif %}
+{%- endmacro %}

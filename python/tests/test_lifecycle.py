@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,9 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> SampleRepository:
     return generate(tmp_path_factory.mktemp("lc-sample"), SampleConfig(seed=11, entries=900))
 
 
-def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path) -> None:
+def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
+    spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     snapshot = Snapshot.read(sample.snapshot_dir)
     feature = sorted(b for b in sample.branches if b != "main")[0]
     policy = {**POLICY, "orders-feature": {"prefix": "orders/", "branch_days": {feature: 5}}}
@@ -151,6 +154,18 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(spark, test_state
     assert_matches_oracle(run3, expected3)
     assert expected3, "the policy change must expire something new"
     assert_survivors_exist(snapshot, changed, day2)
+
+    # 5. nothing changed (same snapshot, policy and clock): no range is read, so the steps after
+    # that decision plan no scan, and the run marks what the oracle marks from run 3's cutoffs: nothing
+    noop = tmp_path / "noop"
+    with caplog.at_level(logging.INFO, logger="lakewarden.jobs.lifecycle"):
+        assert run_lc(sample.snapshot_dir, test_state_dir, noop, changed, day2) == 0
+    assert lifecycle_marked(snapshot, changed, day2, cutoffs(changed, day2)) == {}
+    assert_matches_oracle(noop, {})
+    repeated = summary(noop)
+    assert repeated["success"] is True and repeated["num_marked"] == 0 and repeated["ranges_read"] == 0
+    assert repeated["last_deleting_run_id"] == summary(run3)["run_id"]
+    assert "this run reads no range" in caplog.text
 
     # what was marked across the runs is what a from-scratch run now would mark
     scratch = lifecycle_marked(snapshot, changed, day2)

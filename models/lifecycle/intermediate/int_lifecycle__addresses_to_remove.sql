@@ -10,7 +10,8 @@
 -- expired itself. It can still take part in a group a read range makes newly expired (it may
 -- veto it, or add rules and contexts), so for the paths of those groups, and only for them,
 -- the entries of the other potential ranges are added before the groups are decided: the
--- result is the one a scan of every potential range gives.
+-- result is the one a scan of every potential range gives. A run that reads no range plans
+-- no scan at all (macro lifecycle_unless_no_range_read).
 
 with
 
@@ -29,6 +30,7 @@ ranges as (
 read_ranges as (
 
     select * from {{ ref('int_lifecycle__read_ranges') }}
+    {{- lifecycle_unless_no_range_read() }}
 
 ),
 

@@ -42,6 +42,7 @@ rule_contexts as (
 addresses_to_remove as (
 
     select * from {{ ref('int_lifecycle__addresses_to_remove') }}
+    {{- lifecycle_unless_no_range_read() }}
 
 ),
 

@@ -15,6 +15,7 @@ repository as (
 addresses_to_remove as (
 
     select * from {{ ref('int_lifecycle__addresses_to_remove') }}
+    {{- lifecycle_unless_no_range_read() }}
 
 ),
 

@@ -38,6 +38,8 @@ from lakewarden.timestamps import from_spark
 log = logging.getLogger(__name__)
 
 JOB = "lifecycle"
+#: built first: everything up to the decision which ranges this run reads
+READ_MODELS = "+int_lifecycle__read_ranges +new_range_windows"
 MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows"
 RULES_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_policy_rules"
 EVENTS = "lifecycle_run_events"  # state tables (lakewarden.state_tables), kept across runs
@@ -212,7 +214,16 @@ def mark_lifecycle(
 
         import_lifecycle_sweeps(context.spark, context.state, EVENTS, ledger.columns)
         ledger.record("running")
-        context.build_models(MARK_MODELS, lifecycle_potential_commits=potential_mode, lifecycle_full=full)
+        context.build_models(READ_MODELS, lifecycle_potential_commits=potential_mode, lifecycle_full=full)
+        reads_ranges = reads_any_range(context)
+        if not reads_ranges:
+            log.info("lifecycle: this run reads no range (nothing new, no age crossed a rule's threshold): no scan planned")
+        context.build_models(
+            MARK_MODELS,
+            lifecycle_potential_commits=potential_mode,
+            lifecycle_full=full,
+            lifecycle_reads_ranges=reads_ranges,
+        )
         record_policy(context)
         figures = _figures(context)
         figures["range_windows_computed"] = context.keep_range_windows()
@@ -252,6 +263,14 @@ def mark_lifecycle(
         except Exception:  # noqa: BLE001 - the original error is the one to report
             log.exception("could not record the failed run in the ledger")
         raise
+
+
+def reads_any_range(context: JobContext) -> bool:
+    """Whether ``int_lifecycle__read_ranges`` (built) has a range to read. When it has none, no
+    path is newly expired, so the steps after it are empty: the runner says so with the var
+    ``lifecycle_reads_ranges`` and they plan no scan (macro ``lifecycle_unless_no_range_read``).
+    The steps before it are the same nodes either way and are not built twice."""
+    return bool(context.table("int_lifecycle__read_ranges").where("is_read").limit(1).count())
 
 
 def _figures(context: JobContext) -> dict[str, Any]:
