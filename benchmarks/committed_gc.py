@@ -2,6 +2,7 @@
 
     python benchmarks/committed_gc.py --entries 1000000,8450000 [--repeat 3] [--workdir DIR]
     python benchmarks/committed_gc.py --demo [--repeat 3]      # the demo's sample (lakewarden demo)
+    python benchmarks/committed_gc.py --history [--history-commits 100000 ...]  # a long busy history
 
 For each N in --entries: generate (or reuse, cached in the workdir by its parameters) the
 benchmark repository (``common.bench_sample``: 90 days, Parquet, slots 64, seed 1), then run,
@@ -14,12 +15,18 @@ each as a whole subprocess (interpreter and JVM start included, as a user pays t
 with the same rules (default 7 days, main 30 days) and clock (the sample's end + 1 day), and
 (c) the no-op run: (b) again on the same snapshot and the same state dir, nothing changed.
 ``--demo`` measures the demo's sample instead (``lakewarden demo``'s repository: seed 7, 3,000
-entries, JSON Lines tables, 66 commits), where the fixed cost of a run is all there is. Each run
+entries, JSON Lines tables, 66 commits), where the fixed cost of a run is all there is.
+``--history`` measures the busy history instead (``busy_history.busy_history``: by default
+100,000 commits over a year, 10,000 branches of which 2,000 still open, the others merged or
+deleted with their tips dangling, 20 ranges per metarange, ~5M entries, 2M metarange rows;
+``--history-commits``, ``--history-branches``, ``--history-open``, ``--history-entries`` and
+``--history-slots`` size it), where the commit graph, not the entries, is the load. Each run
 is timed (wall clock) and the peak RSS of its whole process tree (Python + JVM) is sampled from
 /proc every 0.2 s. Prints, per N: wall times (median of --repeat), the ratio (target <= 1.5x),
 both marked counts (they must be equal: MISMATCH otherwise, exit 1), peak RSS of each; and for
 several N the RSS growth against the smallest N (target <= 1.5x from 1M to 10M). Figures, not
-assertions about time.
+assertions about time. ``--prepare-only`` generates (or finds cached) the samples, prints their
+sizes and stops: a large sample can be made ahead of a quiet moment to measure in.
 """
 
 from __future__ import annotations
@@ -32,11 +39,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ProcessRun, bench_sample, child_env, lakewarden_command, median, run_measured, sample_dir  # noqa: E402
+from busy_history import HistoryShape, busy_history, history_dir  # noqa: E402
+
+import pyarrow.parquet as pq  # noqa: E402
 
 BASELINE = Path(__file__).resolve().parent / "plain_pyspark_committed_gc.py"
 RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 30}]}
@@ -113,6 +125,27 @@ def demo_sample(workdir: Path):
     return Demo
 
 
+def history_shape(args: argparse.Namespace) -> HistoryShape:
+    """The busy history the ``--history-*`` options ask for (a year, the benchmark's seed)."""
+    return HistoryShape(commits=args.history_commits, branches=args.history_branches,
+                        open_branches=args.history_open, slots=args.history_slots,
+                        entries=args.history_entries, seed=args.seed)
+
+
+def prepare(args: argparse.Namespace, workdir: Path, entries: int) -> tuple[Any, str]:
+    """The sample one size of the run measures, and how its heading names it."""
+    if args.demo:
+        return demo_sample(workdir), f"{entries:,d} entries"
+    if args.history:
+        shape = history_shape(args)
+        sample = busy_history(history_dir(workdir, shape), **asdict(shape))
+        metarange_rows = pq.read_metadata(sample.snapshot_dir / "metaranges.parquet").num_rows
+        return sample, (f"busy history of {shape.days} days, {shape.branches:,d} branches made, "
+                        f"{len(sample.branches) - 1:,d} open, {metarange_rows:,d} metarange rows")
+    return (bench_sample(sample_dir(workdir, entries=entries, slots=args.slots, seed=args.seed),
+                         entries=entries, slots=args.slots, seed=args.seed), f"{entries:,d} entries")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=_entries, default=[1_000_000],
@@ -121,11 +154,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each side per size; the median is printed")
     parser.add_argument("--demo", action="store_true", help="measure the demo's sample instead of --entries")
+    parser.add_argument("--history", action="store_true",
+                        help="measure the busy history (benchmarks/busy_history.py) instead of --entries")
+    defaults = HistoryShape()
+    parser.add_argument("--history-commits", type=int, default=defaults.commits,
+                        help=f"commits of the busy history (default {defaults.commits})")
+    parser.add_argument("--history-branches", type=int, default=defaults.branches,
+                        help=f"feature branches made in it (default {defaults.branches})")
+    parser.add_argument("--history-open", type=int, default=defaults.open_branches,
+                        help=f"of those, still open at its end (default {defaults.open_branches})")
+    parser.add_argument("--history-entries", type=int, default=defaults.entries,
+                        help=f"range entries of the busy history (default {defaults.entries})")
+    parser.add_argument("--history-slots", type=int, default=defaults.slots,
+                        help=f"ranges per metarange of the busy history (default {defaults.slots})")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="generate (or reuse) the samples, print their sizes and stop")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lakewarden-bench",
                         help="samples are cached here by their parameters (default: $TMPDIR/lakewarden-bench)")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.demo and args.history:
+        parser.error("--demo and --history measure different samples: give one")
+    if args.history:
+        try:
+            history_shape(args)
+        except ValueError as exc:
+            parser.error(str(exc))
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     rules = workdir / "committed-gc-rules.json"
@@ -133,17 +188,16 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     ok = True
-    for entries in ([0] if args.demo else args.entries):
+    sizes = [0] if args.demo else [args.history_entries] if args.history else args.entries
+    for entries in sizes:
         started = time.perf_counter()
-        if args.demo:
-            sample = demo_sample(workdir)
-        else:
-            sample = bench_sample(sample_dir(workdir, entries=entries, slots=args.slots, seed=args.seed),
-                                  entries=entries, slots=args.slots, seed=args.seed)
+        sample, label = prepare(args, workdir, entries)
         prepared = time.perf_counter() - started
         now = (sample.end + timedelta(days=1)).isoformat().replace("+00:00", "Z")
-        print(f"== {entries:,d} entries: {sample.range_rows:,d} range rows, {sample.commit_count:,d} commits "
+        print(f"== {label}: {sample.range_rows:,d} range rows, {sample.commit_count:,d} commits "
               f"(sample ready in {prepared:.1f} s, not counted); --now {now}", flush=True)
+        if args.prepare_only:
+            continue
         base_runs, lake_runs, noop_runs, base_marks, lake_marks = [], [], [], set(), set()
         for attempt in range(1, args.repeat + 1):
             run, marked = run_baseline(sample.snapshot_dir, now)
@@ -178,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  !!! MISMATCH: marked by baseline {sorted(base_marks)} vs lakewarden {sorted(lake_marks)} !!!")
         rows.append((entries, sample.range_rows, base_s, lake_s, ratio, base_rss, lake_rss, same))
 
+    if args.prepare_only:
+        return 0
     print()
     print("summary (wall times: median of %d; RSS: peak of the process tree, JVM included)" % args.repeat)
     print(f"{'entries':>12} {'baseline s':>11} {'lakewarden s':>13} {'ratio':>7} {'base RSS MB':>12} {'lw RSS MB':>10} "
