@@ -360,7 +360,8 @@ def _snapshot_figures(
     # far cheaper than collecting arrays; above that, arrays of set ids.
     set_ids = sorted(reach.members)
     use_bits = len(set_ids) <= MAX_SET_BITS
-    bit_of = {set_id: 1 << index for index, set_id in enumerate(set_ids)}
+    # only with bits in use: a 64th set's bit would not fit a long (the arrays carry them then)
+    bit_of = {set_id: 1 << index for index, set_id in enumerate(set_ids)} if use_bits else {}
     import pyarrow as pa
 
     # an Arrow table becomes a local relation in the JVM; a list of Python rows would be

@@ -131,3 +131,32 @@ def test_figures_never_fail_the_run(spark, tmp_path: Path, caplog) -> None:
     assert write_figures(tmp_path, spark, job="gc-committed", marked=marked, snapshot_schema="no_such_schema", now=NOW) is None
     assert "figures.json not written" in caplog.text and not (tmp_path / FIGURES).exists()
     assert read_figures(tmp_path) is None
+
+
+def test_more_branch_sets_than_bits_in_a_long(spark, tmp_path: Path) -> None:
+    """70 branches, each on its own commit over a shared root: 71 distinct branch sets, more than
+    a long's 63 bits, so the arrays path counts them (a history of 100,000 commits and 2,000 open
+    branches has thousands; the bit of a 64th set once overflowed and the page lost its figures)."""
+    schema = "figures_many_sets"
+    spark.sql(f"create database if not exists {schema}")
+    branches = [f"b{n:02d}" for n in range(70)]
+    tables = {
+        "commits": [("root", [], ago(30), "m-root", "x", "root", 1)]
+        + [(f"c-{b}", ["root"], ago(20), f"m-{b}", "x", b, 1) for b in branches],
+        "branches": [(b, f"c-{b}", False) for b in branches],
+        "metaranges": [("m-root", "r-root")] + [(f"m-{b}", f"r-{b}") for b in branches],
+        "ranges": [("r-root", "shared/0", "a-root", "RELATIVE", ago(30), 10, "e")]
+        + [(f"r-{b}", f"own/{b}", f"a-{b}", "RELATIVE", ago(20), 1, "e") for b in branches],
+    }
+    for name, rows in tables.items():
+        spark.createDataFrame(rows, source_ddl("lakefs", name)).write.mode("overwrite").saveAsTable(f"{schema}.{name}")
+    marked = spark.createDataFrame(
+        [("a-b07", 1, ago(20), "own/b07"), ("a-b42", 1, ago(20), "own/b42")],
+        "address string, size_bytes bigint, last_modified_at timestamp, example_path string",
+    )
+    assert write_figures(tmp_path, spark, job="gc-committed", marked=marked, snapshot_schema=schema, now=NOW) is not None
+    figures = read_figures(tmp_path)
+    assert figures is not None and figures.total == Group(2, 2)
+    assert figures.by_branch.groups == {"b07": Group(1, 1), "b42": Group(1, 1)}
+    kept = [(g.objects, g.bytes) for g in figures.ages_kept]  # a-root (30 days) and 68 branches' own (20 days)
+    assert kept == [(0, 0), (0, 0), (0, 0), (68, 68), (1, 10)] + [(0, 0)] * 5
