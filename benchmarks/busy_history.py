@@ -42,7 +42,6 @@ import hashlib
 import json
 import random
 import resource
-import shutil
 import sys
 import time
 from array import array
@@ -52,7 +51,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import _sample_from_json, _sample_to_json  # noqa: E402  (puts this checkout's python/ on the import path)
+from common import cached_sample  # noqa: E402  (puts this checkout's python/ on the import path)
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -544,20 +543,10 @@ def busy_history(
     Like ``common.bench_sample``: when ``directory`` holds a complete history made with the same
     parameters by the same generator version, it is returned as is; otherwise the directory is
     cleared and generated again (the marker file is written last)."""
-    directory = Path(directory).resolve()
     shape = HistoryShape(commits=commits, branches=branches, open_branches=open_branches, slots=slots,
                          entries=entries, days=days, seed=seed)
-    key = {"generator": GENERATOR_VERSION, **asdict(shape)}
-    marker = directory / CACHE_FILE
-    if marker.is_file():
-        cached = json.loads(marker.read_text())
-        if cached.get("shape") == key:
-            return _sample_from_json(cached["sample"])
-    if directory.exists():
-        shutil.rmtree(directory)
-    sample = generate_history(directory, shape)
-    marker.write_text(json.dumps({"shape": key, "sample": _sample_to_json(sample)}, indent=1) + "\n")
-    return sample
+    parameters = {"generator": GENERATOR_VERSION, **asdict(shape)}
+    return cached_sample(directory, CACHE_FILE, parameters, lambda target: generate_history(target, shape))
 
 
 def history_dir(workdir: Path, shape: HistoryShape) -> Path:

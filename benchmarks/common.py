@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_DIR = ROOT / "python"
@@ -33,21 +33,30 @@ def bench_sample(directory: Path, *, entries: int, slots: int, seed: int) -> Sam
     Generating 8M entries takes minutes, so the result is kept: when ``directory`` already
     holds a complete sample made with the same parameters (and the same generator shape), it
     is returned as is; otherwise the directory is cleared and generated again."""
-    directory = Path(directory).resolve()
     config = SampleConfig(
         seed=seed, entries=entries, slots=slots, days=90, feature_branches=12,
         slots_per_commit=3, write_objects=False, table_format="parquet",
     )
-    key = {name: str(value) for name, value in asdict(config).items()}
-    marker = directory / CACHE_FILE
+    parameters = {name: str(value) for name, value in asdict(config).items()}
+    return cached_sample(directory, CACHE_FILE, parameters, lambda target: generate(target, config))
+
+
+def cached_sample(
+    directory: Path, marker_name: str, parameters: dict, make: Callable[[Path], SampleRepository]
+) -> SampleRepository:
+    """The repository ``make(directory)`` generates, kept: when ``directory`` already holds a
+    complete one made with the same ``parameters`` (its marker file, written last, records them),
+    it is returned as is; otherwise the directory is cleared and generated again."""
+    directory = Path(directory).resolve()
+    marker = directory / marker_name
     if marker.is_file():
         cached = json.loads(marker.read_text())
-        if cached.get("config") == key:
+        if cached.get("config") == parameters:
             return _sample_from_json(cached["sample"])
     if directory.exists():
         shutil.rmtree(directory)
-    sample = generate(directory, config)
-    marker.write_text(json.dumps({"config": key, "sample": _sample_to_json(sample)}, indent=1) + "\n")
+    sample = make(directory)
+    marker.write_text(json.dumps({"config": parameters, "sample": _sample_to_json(sample)}, indent=1) + "\n")
     return sample
 
 

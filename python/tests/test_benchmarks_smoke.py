@@ -8,32 +8,19 @@ harness's own measuring runner, and must mark the same number of addresses (and 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from benchmark_modules import load_benchmark
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_bench_sample_is_cached_by_its_parameters(tmp_path: Path) -> None:
-    common = _load("common")
+    common = load_benchmark("common")
     first = common.bench_sample(tmp_path / "s", entries=2_000, slots=16, seed=3)
     commits = first.snapshot_dir / "commits.parquet"
     written = commits.stat().st_mtime_ns
@@ -46,13 +33,13 @@ def test_bench_sample_is_cached_by_its_parameters(tmp_path: Path) -> None:
 
 
 def test_snapshot_check_benchmark_runs(tmp_path: Path, capsys) -> None:
-    assert _load("snapshot_check").main(["--entries", "2000", "--repeat", "1", "--workdir", str(tmp_path), "--jsonl"]) == 0
+    assert load_benchmark("snapshot_check").main(["--entries", "2000", "--repeat", "1", "--workdir", str(tmp_path), "--jsonl"]) == 0
     out = capsys.readouterr().out
     assert out.count("check_snapshot memoised") == 2 and "conversion cached, no memo" in out
 
 
 def test_tree_rss_counts_a_process_and_its_children() -> None:
-    common = _load("common")
+    common = load_benchmark("common")
     run = common.run_measured(
         [sys.executable, "-c",
          "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; b = bytes(1) * (200 * 2**20); time.sleep(1.5)'])"],
@@ -65,7 +52,7 @@ def test_tree_rss_counts_a_process_and_its_children() -> None:
 
 @pytest.mark.spark
 def test_plain_pyspark_baseline_marks_what_lakewarden_marks(tmp_path: Path) -> None:
-    committed_gc = _load("committed_gc")
+    committed_gc = load_benchmark("committed_gc")
     sample = committed_gc.bench_sample(tmp_path / "sample", entries=3_000, slots=64, seed=1)
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps(committed_gc.RULES))

@@ -8,38 +8,24 @@ tables lakewarden's own check accepts. A tiny history is generated and read back
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
-from types import ModuleType
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from benchmark_modules import load_benchmark
 
 from lakewarden.snapshot import SNAPSHOT_TABLES, arrow_schemas
 from lakewarden.snapshot_check import check_snapshot
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SHAPE = {"commits": 300, "branches": 30, "open_branches": 6, "slots": 8, "entries": 6_000}
-
-
-def _load(name: str) -> ModuleType:
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory):
-    return _load("busy_history").busy_history(tmp_path_factory.mktemp("busy") / "history", **SHAPE)
+    return load_benchmark("busy_history").busy_history(tmp_path_factory.mktemp("busy") / "history", **SHAPE)
 
 
 def _rows(history, table: str) -> list[dict]:
@@ -119,7 +105,7 @@ def test_entries_share_addresses_and_are_no_newer_than_their_commits(history) ->
 
 
 def test_the_history_is_cached_by_its_parameters(history, tmp_path: Path) -> None:
-    busy = _load("busy_history")
+    busy = load_benchmark("busy_history")
     directory = history.snapshot_dir.parent
     written = (history.snapshot_dir / "ranges.parquet").stat().st_mtime_ns
     assert busy.busy_history(directory, **SHAPE) == history
