@@ -30,7 +30,7 @@ retention reaches (the union of all walks), which can only keep more than lakeFS
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from lakewarden.errors import BadInput
@@ -211,6 +211,7 @@ class CommitGraph:
                     bits[parent] |= reach
         interned: dict[int, str] = {}
         members: dict[str, tuple[str, ...]] = {}
+        masks: dict[str, int] = {}
         set_ids: list[str] = []
         for reach in bits:
             set_id = interned.get(reach)
@@ -219,8 +220,9 @@ class CommitGraph:
                 set_id = branch_set_id(names)
                 interned[reach] = set_id
                 members[set_id] = names
+                masks[set_id] = reach
             set_ids.append(set_id)
-        return Reachability(commit_ids=self.commit_ids, set_ids=set_ids, members=members)
+        return Reachability(commit_ids=self.commit_ids, set_ids=set_ids, members=members, branches=tuple(branches), masks=masks)
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,14 @@ class Reachability:
     commit_ids: list[str]
     set_ids: list[str]
     members: dict[str, tuple[str, ...]]
+    #: the branches in bit order, and each set as a mask over them (bit i = branches[i]): unions
+    #: of many sets are then ORs of ints, not unions of name tuples
+    branches: tuple[str, ...] = ()
+    masks: dict[str, int] = field(default_factory=dict)
+
+    def names_of(self, mask: int) -> tuple[str, ...]:
+        """The branches of a mask (an OR of :attr:`masks`)."""
+        return tuple(self.branches[b] for b in range(mask.bit_length()) if mask >> b & 1)
 
     def branches_reaching(self, commit_id: str) -> tuple[str, ...]:
         return self.members[self.set_ids[self.commit_ids.index(commit_id)]]
