@@ -22,11 +22,12 @@ that live for the whole history. Here, by default:
   an address is shared by the many ranges that inherited it, and only objects that nothing but
   expired commits hold are garbage: the GC has real work, and live branches keep theirs.
 
-The shape mirrors what ``lakewarden.sample.generate`` writes (CONTRACT section 2, as Parquet,
-without object files, like ``common.bench_sample``): ``repository.json`` with a ``file://``
-storage namespace, a first commit ("Repository created") with no metarange, two tags, staged
-entries on every branch (one re-staging an address only the initial import holds). Unlike the
-sample, every address is RELATIVE: the load here is the commit graph, not the kinds of address.
+The shape mirrors what ``lakewarden.sample.generate`` writes (the snapshot format of
+docs/snapshot.md, as Parquet, without object files, like ``common.bench_sample``):
+``repository.json`` with a ``file://`` storage namespace, a first commit ("Repository created")
+with no metarange, two tags, staged entries on every branch (one re-staging an address only the
+initial import holds). Unlike the sample, every address is RELATIVE: the load here is the commit
+graph, not the kinds of address.
 
 Memory stays bounded: only the ranges a live branch holds keep their entries (as address
 numbers), ranges and metarange rows are streamed to Parquet in row groups of ~128k rows (one row
