@@ -177,3 +177,22 @@ def test_compiled_node_keeps_what_the_runner_needs(test_state_dir):
     assert compiled.relation == "lakewarden.gc_marked_addresses"
     assert compiled.materialized == "table" and compiled.resource_type == "model" and compiled.language == "sql"
     assert "model.lakewarden.int_gc_committed__expired_entries" in compiled.depends_on
+
+
+def test_upstream_of_keeps_a_models_ancestors_and_the_tests_they_cover() -> None:
+    from lakewarden.compiled_models import CompiledNode, upstream_of
+
+    def node(name: str, *parents: str, kind: str = "model") -> CompiledNode:
+        return CompiledNode(
+            unique_id=f"{kind}.p.{name}", name=name, resource_type=kind, language="sql", materialized="table",
+            relation=None if kind == "test" else f"s.{name}", code=f"select '{name}'",
+            depends_on=tuple(f"model.p.{parent}" for parent in parents),
+        )
+
+    nodes = [
+        node("a"), node("b", "a"), node("c", "b"), node("d", "c"), node("other"),
+        node("checks_b", "b", kind="test"), node("checks_d", "d", kind="test"),
+    ]
+    assert [n.name for n in upstream_of(nodes, ["c", "other"])] == ["a", "b", "c", "other", "checks_b"]
+    with pytest.raises(ValueError, match="missing_model"):
+        upstream_of(nodes, ["missing_model"])

@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
@@ -186,18 +186,30 @@ class JobContext:
         finally:
             new.unpersist()
 
-    def build_models(self, selection: str, *, locations: "Mapping[str, Path] | None" = None, **variables: object) -> "BuildResult":
+    def build_models(
+        self,
+        selection: str,
+        *,
+        locations: "Mapping[str, Path] | None" = None,
+        only_upstream_of: "Sequence[str] | None" = None,
+        **variables: object,
+    ) -> "BuildResult":
         """Build a job's models with this run's variables, plus the singular safety tests whose
         parents are all among them (cautious selection: another job's safety test never runs on
         this job's partial build): dbt compiles them, lakewarden.compiled_models executes them
         on this session. Generic and unit tests run in CI's full ``dbt build``. A node an
-        earlier build of this run executed with the same compiled code is not executed again."""
-        from lakewarden.compiled_models import ModelRunner, compile_selection
+        earlier build of this run executed with the same compiled code is not executed again.
+        ``only_upstream_of``: build only those models and what they depend on (the selection is
+        compiled whole, so a later build of the rest compiles nothing new)."""
+        from lakewarden.compiled_models import ModelRunner, compile_selection, upstream_of
         from lakewarden.project import SENT
 
         if self.models is None:
             self.models = ModelRunner(self.spark)
         nodes = compile_selection(selection, state=self.state, variables=self.dbt_vars(**variables))
+        if only_upstream_of is not None:
+            nodes = upstream_of(nodes, only_upstream_of)
+            selection = f"{selection} (up to {', '.join(only_upstream_of)})"
         result = self.models.build(nodes, label=selection, locations=locations)
         SENT["queries"] += result.statements
         log.info(

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 JOB = "lifecycle"
 #: built first: everything up to the decision which ranges this run reads
-READ_MODELS = "+int_lifecycle__read_ranges +new_range_windows"
+READ_DECISION = ("int_lifecycle__read_ranges", "new_range_windows")
 MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows"
 RULES_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_policy_rules"
 EVENTS = "lifecycle_run_events"  # state tables (lakewarden.state_tables), kept across runs
@@ -214,16 +214,13 @@ def mark_lifecycle(
 
         import_lifecycle_sweeps(context.spark, context.state, EVENTS, ledger.columns)
         ledger.record("running")
-        context.build_models(READ_MODELS, lifecycle_potential_commits=potential_mode, lifecycle_full=full)
+        variables = {"lifecycle_potential_commits": potential_mode, "lifecycle_full": full}
+        # one compilation serves both slices of a run that reads ranges (the usual one)
+        context.build_models(MARK_MODELS, only_upstream_of=READ_DECISION, lifecycle_reads_ranges=True, **variables)
         reads_ranges = reads_any_range(context)
         if not reads_ranges:
             log.info("lifecycle: this run reads no range (nothing new, no age crossed a rule's threshold): no scan planned")
-        context.build_models(
-            MARK_MODELS,
-            lifecycle_potential_commits=potential_mode,
-            lifecycle_full=full,
-            lifecycle_reads_ranges=reads_ranges,
-        )
+        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, **variables)
         record_policy(context)
         figures = _figures(context)
         figures["range_windows_computed"] = context.keep_range_windows()
