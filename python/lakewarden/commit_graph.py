@@ -216,7 +216,7 @@ class CommitGraph:
         for reach in bits:
             set_id = interned.get(reach)
             if set_id is None:
-                names = tuple(branches[b] for b in range(reach.bit_length()) if reach >> b & 1)
+                names = branches_of(branches, reach)
                 set_id = branch_set_id(names)
                 interned[reach] = set_id
                 members[set_id] = names
@@ -239,10 +239,15 @@ class Reachability:
 
     def names_of(self, mask: int) -> tuple[str, ...]:
         """The branches of a mask (an OR of :attr:`masks`)."""
-        return tuple(self.branches[b] for b in range(mask.bit_length()) if mask >> b & 1)
+        return branches_of(self.branches, mask)
 
     def branches_reaching(self, commit_id: str) -> tuple[str, ...]:
         return self.members[self.set_ids[self.commit_ids.index(commit_id)]]
+
+
+def branches_of(branches: Sequence[str], mask: int) -> tuple[str, ...]:
+    """The branches whose bits ``mask`` has set (bit i = ``branches[i]``)."""
+    return tuple(branches[b] for b in range(mask.bit_length()) if mask >> b & 1)
 
 
 def branch_set_id(branch_ids: Iterable[str]) -> str:
