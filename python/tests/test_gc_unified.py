@@ -179,6 +179,23 @@ def test_unified_gc_reproduces_lakefs_system_test(
     assert main(["explain", "--report", str(report), addresses["file_2"]]) == 0
     assert "MARKED: only expired commits reference it" in capsys.readouterr().out
 
+    if store == "file":
+        # again on the same state, nothing changed: the no-op marks the same, reads no range and
+        # draws no figure (those kept with the committed mark for this marked set and clock)
+        again = tmp_path / "gc-again"
+        assert main(["gc", *common, "--rules", str(rules), *min_age, "--report", str(again)]) == 0, capsys.readouterr().err
+        again_summary = json.loads((again / "summary.json").read_text())
+        assert again_summary["ranges_read"] == 0 and again_summary["num_marked"] == 6
+        assert set(_rows(again)) == set(rows)
+        assert (again / "figures.json").read_bytes() == (report / "figures.json").read_bytes()
+        # one more unreferenced object, old enough: a clean run marks it, so its figures are
+        # drawn again (the committed mark, reused, is the same)
+        namespace.put("data/file_11", b"unreferenced", at=clock - timedelta(days=1))
+        more = tmp_path / "gc-more"
+        assert main(["gc", *common, "--rules", str(rules), *min_age, "--clean", "--report", str(more)]) == 0, capsys.readouterr().err
+        assert json.loads((more / "figures.json").read_text())["marked"]["objects"] == 7
+        namespace.delete("data/file_11")
+
     # the existing sweep deletes exactly the marked objects
     before_lakefs = {key for key in keys() if key.startswith("_lakefs/")}
     assert main(["sweep", "--report", str(report), "--state", str(test_state_dir), *store_args]) == 0, capsys.readouterr().err

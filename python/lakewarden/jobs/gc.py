@@ -246,23 +246,31 @@ def find_reusable_mark(context: JobContext, identity: MarkIdentity | None) -> tu
     return None
 
 
-def kept_figures(context: JobContext, report: Report, marked, location: str) -> None:
+def kept_figures(
+    context: JobContext, report: Report, marked, location: str, *, job: str = JOB, marked_fingerprint: str = ""
+) -> None:
     """The report's figures: those kept with the mark for this clock when the mark is reused
     (figures are a function of the snapshot, the mark and the clock: a run again on the same
     state reads no range for them), else computed and kept with the mark. The copy lives in the
-    mark's directory under a name Spark and the row count ignore (``_figures-<clock>.json``)."""
+    mark's directory under a name Spark and the row count ignore (``_figures-<key>.json``).
+
+    ``lakewarden gc`` draws its figures over the committed mark and the uncommitted one: it
+    keeps them with the committed mark (``location``) under a key that also holds ``job`` and
+    ``marked_fingerprint``, a fingerprint of the whole marked set it draws (its addresses and
+    reasons), so a run whose uncommitted mark changed computes them again."""
     import hashlib
     import shutil
 
     from lakewarden.report_figures import FIGURES
 
-    clock = hashlib.sha256(rfc3339(context.now).encode()).hexdigest()[:16]
+    identity = rfc3339(context.now) if job == JOB else f"{job}\n{marked_fingerprint}\n{rfc3339(context.now)}"
+    clock = hashlib.sha256(identity.encode()).hexdigest()[:16]
     kept = Path(location) / f"_figures-{clock}.json"
     if kept.is_file():
         shutil.copyfile(kept, report.directory / FIGURES)
         log.info("report figures kept with the mark for this clock are reused")
         return
-    written = write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
+    written = write_figures(report.directory, context.spark, job=job, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
     if written is not None and Path(location).is_dir():
         try:
             temporary = Path(location) / f".{kept.name}.tmp"

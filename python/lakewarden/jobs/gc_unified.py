@@ -39,7 +39,6 @@ from lakewarden.errors import error_line
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
 from lakewarden.jobs.shape import Job, run_job, with_blockstore
 from lakewarden.report import Report, default_report_dir
-from lakewarden.report_figures import write_figures
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.gc_rules import GcRules
@@ -156,7 +155,7 @@ def mark_unified(
     from pyspark.sql import functions as F
 
     from lakewarden.compiled_models import ModelRunner
-    from lakewarden.jobs.gc import mark_committed
+    from lakewarden.jobs.gc import kept_figures, mark_committed
     from lakewarden.jobs.gc_uncommitted import mark_uncommitted
     from lakewarden.stores import StoreOptions
 
@@ -197,14 +196,20 @@ def mark_unified(
             uncommitted_rows.join(committed_rows.select("physical_address"), "physical_address", "left_anti").select(*COLUMNS)
         ).cache()
         try:
-            totals = {
-                row["reason"]: (int(row["n"]), int(row["bytes"] or 0))
-                for row in marked.groupBy("reason").agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).collect()
-            }
+            # per reason: the counts, and an order-free fingerprint of the addresses (figures key)
+            address_hash = F.xxhash64("physical_address")
+            by_reason = marked.groupBy("reason").agg(
+                F.count("*").alias("n"), F.sum("size_bytes").alias("bytes"),
+                F.bit_xor(address_hash).alias("xor"), F.sum(address_hash.cast("decimal(38,0)")).alias("sum"),
+            ).collect()
+            totals = {row["reason"]: (int(row["n"]), int(row["bytes"] or 0)) for row in by_reason}
+            fingerprint = ";".join(sorted(f"{r['reason']}:{r['n']}:{r['bytes']}:{r['xor']}:{r['sum']}" for r in by_reason))
             num_committed, bytes_committed = totals.get(REASON_COMMITTED, (0, 0))
             num_uncommitted, bytes_uncommitted = totals.get(REASON_UNCOMMITTED, (0, 0))
             report.write_addresses(marked.select(*COLUMNS))
-            write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
+            # kept with the committed mark, keyed by the whole marked set and the clock: a run
+            # again on the same state draws nothing
+            kept_figures(context, report, marked, committed.location, job=JOB, marked_fingerprint=fingerprint)
             lakefs_mark = write_lakefs_mark(context, report, marked, options, min_age)
         finally:
             marked.unpersist()
@@ -216,6 +221,7 @@ def mark_unified(
             commits=committed.commits,
             active_commits=committed.active_commits,
             expired_commits=committed.expired_commits,
+            ranges_read=_ranges_read(committed.report.summary, uncommitted.run),
             run_mode=uncommitted.run_mode,
             run_mode_reason=uncommitted.mode_reason,
             parts={"committed": str(directory / "committed"), "uncommitted": str(directory / "uncommitted")},
@@ -232,6 +238,14 @@ def mark_unified(
 
         report.finish(success=False, status="failed", error="bad input" if isinstance(exc, BadInput) else error_line(exc))
         raise
+
+
+def _ranges_read(committed: dict[str, Any], uncommitted: dict[str, Any]) -> int | None:
+    """Ranges this run read, as the parts' reports count them; None when the committed part
+    does not count them (a mark computed afresh reads the ranges it needs without counting)."""
+    if committed.get("ranges_read") is None:
+        return None
+    return int(committed["ranges_read"]) + int(uncommitted.get("ranges_read") or 0)
 
 
 def write_lakefs_mark(context: JobContext, report: Report, marked: Any, options: "StoreOptions", min_age: timedelta) -> str:
