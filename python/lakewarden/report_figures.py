@@ -344,9 +344,43 @@ def _snapshot_figures(
     branches: exact, without an (address x branch) table."""
     from pyspark.sql import functions as F
 
+    commits = spark.table(f"{schema}.commits")
+    # Addresses are grouped by a 64-bit hash of their text: the shuffle moves 8 bytes a row instead
+    # of the address (measured 30-50% faster). Two addresses sharing a hash (odds ~1e-6 at 8M
+    # distinct addresses) would count as one object in these figures; they are a view of the
+    # run, never an input to what is marked or deleted.
+    entries = spark.table(f"{schema}.ranges").select(
+        "range_id", F.xxhash64("address").alias("address_key"), "last_modified", "size"
+    )
+    keyed = rows.select(
+        F.xxhash64("address").alias("address_key"), F.col("size").alias("marked_size"), F.lit(True).alias("is_marked")
+    )
+    # 1. every address of the snapshot once, with fixed-width aggregates only. Branch sets were
+    # once aggregated here too, as arrays beside every address, with every range's sets
+    # broadcast: on the 100,000-commit history (3,925 sets) the figures took 24.8 s, nearly all
+    # of it that one query.
+    per_address = (
+        entries.join(keyed, "address_key", "left")
+        .groupBy("address_key")
+        .agg(
+            F.max("is_marked").alias("is_marked"),
+            F.min("last_modified").alias("modified"),
+            F.max("size").alias("size"),
+        )
+    )
+    kept = (
+        per_address.where(F.col("is_marked").isNull())
+        .select(age_bin(F.col("modified"), now).alias("bin"), F.coalesce(F.col("size"), F.lit(0)).alias("size"))
+        .where(F.col("bin").isNotNull())
+        .groupBy("bin")
+        .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
+    )
+    if not total.objects:
+        # nothing marked (a no-op run, say): no branch to draw, so neither the commit graph nor
+        # the marked entries are traced; the kept ages are the whole answer
+        return _trim({}), {int(row["bin"]): (int(row["objects"]), int(row["bytes"] or 0)) for row in kept.collect()}
     from lakewarden.dbt_python import load_graph
 
-    commits = spark.table(f"{schema}.commits")
     graph = load_graph(
         commits.select(
             "commit_id",
@@ -378,36 +412,6 @@ def _snapshot_figures(
                 "bit": pa.array([bit_of.get(set_id, 0) for set_id in reach.set_ids], pa.int64()),
             }
         )
-    )
-    # Addresses are grouped by a 64-bit hash of their text: the shuffle moves 8 bytes a row instead
-    # of the address (measured 30-50% faster). Two addresses sharing a hash (odds ~1e-6 at 8M
-    # distinct addresses) would count as one object in these figures; they are a view of the
-    # run, never an input to what is marked or deleted.
-    entries = spark.table(f"{schema}.ranges").select(
-        "range_id", F.xxhash64("address").alias("address_key"), "last_modified", "size"
-    )
-    keyed = rows.select(
-        F.xxhash64("address").alias("address_key"), F.col("size").alias("marked_size"), F.lit(True).alias("is_marked")
-    )
-    # 1. every address of the snapshot once, with fixed-width aggregates only. Branch sets were
-    # once aggregated here too, as arrays beside every address, with every range's sets
-    # broadcast: on the 100,000-commit history (3,925 sets) the figures took 24.8 s, nearly all
-    # of it that one query.
-    per_address = (
-        entries.join(keyed, "address_key", "left")
-        .groupBy("address_key")
-        .agg(
-            F.max("is_marked").alias("is_marked"),
-            F.min("last_modified").alias("modified"),
-            F.max("size").alias("size"),
-        )
-    )
-    kept = (
-        per_address.where(F.col("is_marked").isNull())
-        .select(age_bin(F.col("modified"), now).alias("bin"), F.coalesce(F.col("size"), F.lit(0)).alias("size"))
-        .where(F.col("bin").isNotNull())
-        .groupBy("bin")
-        .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
     )
     # 2. the marked addresses' entries only: the ranges holding them, and the branch sets of the
     # commits listing those ranges (never every range's sets)

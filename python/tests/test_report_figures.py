@@ -103,6 +103,26 @@ def test_committed_figures_count_every_object_and_byte(spark, snapshot: str, tmp
     assert len(json.dumps(json.loads(path.read_text()))) < 5000  # a few hundred numbers, no addresses list
 
 
+def test_nothing_marked_draws_every_object_as_kept_and_traces_no_branch(spark, snapshot: str, tmp_path: Path, monkeypatch) -> None:
+    """A run that marks nothing (a no-op) skips the commit graph: the figures are the kept ages
+    of every object and empty marked listings, as the full computation gives them."""
+    import lakewarden.dbt_python as dbt_python
+
+    def no_graph(*_args, **_kwargs):
+        raise AssertionError("the commit graph was loaded for an empty mark")
+
+    monkeypatch.setattr(dbt_python, "load_graph", no_graph)
+    empty = committed_marked(spark).limit(0)
+    write_figures(tmp_path, spark, job="gc-committed", marked=empty, snapshot_schema=snapshot, now=NOW)
+    figures = read_figures(tmp_path)
+    assert figures is not None
+    assert figures.total == Group(0, 0)
+    assert figures.by_branch.groups == {} and figures.by_prefix.groups == {} and figures.largest == []
+    # every address once, by its oldest entry: a1 (0.5 d), a2 (3 d), a3 (10 d), a4 (40 d), a5 (400 d)
+    kept_ages = [(g.objects, g.bytes) for g in figures.ages_kept]
+    assert kept_ages == [(1, 100), (1, 200), (1, 300), (0, 0), (1, 400), (0, 0), (0, 0), (0, 0), (1, 500), (0, 0)]
+
+
 def test_lifecycle_figures_count_each_rule_and_fold_small_groups(spark, snapshot: str, tmp_path: Path, monkeypatch) -> None:
     import lakewarden.report_figures as figures_module
 
