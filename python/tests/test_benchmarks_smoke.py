@@ -66,3 +66,13 @@ def test_plain_pyspark_baseline_marks_what_lakewarden_marks(tmp_path: Path) -> N
     summary = json.loads((tmp_path / "run" / "report" / "summary.json").read_text())
     assert f"active commits {summary['active_commits']} of {summary['commits']}" in base_run.stdout
     assert base_run.peak_rss_mb > 0 and lake_run.peak_rss_mb > 0
+
+
+def test_noop_benchmark_loads_and_refuses_a_bad_repeat(capsys) -> None:
+    """noop.py runs minutes of jobs, so the suite only loads it (its imports from committed_gc,
+    common and lakewarden resolve) and checks it refuses a repeat count of 0 as usage."""
+    noop = load_benchmark("noop")
+    with pytest.raises(SystemExit) as exited:
+        noop.main(["--repeat", "0"])
+    assert exited.value.code == 2
+    assert "--repeat must be at least 1" in capsys.readouterr().err
