@@ -263,9 +263,10 @@ def kept_figures(
 
     from lakewarden.report_figures import FIGURES
 
-    identity = rfc3339(context.now) if job == JOB else f"{job}\n{marked_fingerprint}\n{rfc3339(context.now)}"
-    clock = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    kept = Path(location) / f"_figures-{clock}.json"
+    # committed GC's own key is the clock alone (as before ``lakewarden gc`` kept figures too)
+    drawn = rfc3339(context.now) if job == JOB else f"{job}\n{marked_fingerprint}\n{rfc3339(context.now)}"
+    key = hashlib.sha256(drawn.encode()).hexdigest()[:16]
+    kept = Path(location) / f"_figures-{key}.json"
     if kept.is_file():
         shutil.copyfile(kept, report.directory / FIGURES)
         log.info("report figures kept with the mark for this clock are reused")
