@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, bench_sample, child_env, lakewarden_command, median, run_measured, sample_dir  # noqa: E402
+from common import ProcessRun, bench_sample, child_env, fail, lakewarden_command, median, run_measured, sample_dir  # noqa: E402
 from busy_history import HistoryShape, busy_history, history_dir  # noqa: E402
 
 import pyarrow.parquet as pq  # noqa: E402
@@ -66,20 +66,15 @@ def _entries(text: str) -> list[int]:
     return values
 
 
-def _fail(label: str, run: ProcessRun) -> None:
-    tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])
-    raise SystemExit(f"{label} failed (exit {run.returncode}) after {run.seconds:.1f} s:\n{tail}")
-
-
 def run_baseline(snapshot: Path, now: str) -> tuple[ProcessRun, int]:
     command = [sys.executable, str(BASELINE), "--snapshot", str(snapshot), "--now", now,
                "--default-days", str(RULES["default_retention_days"])]
     run = run_measured(command, env=child_env())
     if run.returncode != 0:
-        _fail("baseline", run)
+        fail("baseline", run)
     found = re.search(r"^marked (\d+)$", run.stdout, re.MULTILINE)
     if not found:
-        _fail("baseline (no 'marked N' line)", run)
+        fail("baseline (no 'marked N' line)", run)
     return run, int(found.group(1))  # type: ignore[union-attr]
 
 
@@ -94,7 +89,7 @@ def run_lakewarden(snapshot: Path, rules: Path, now: str, scratch: Path, *, fres
                "--now", now, "--dry-run", "--state", str(scratch / "state"), "--report", str(scratch / "report")]
     run = run_measured(command, env=child_env())
     if run.returncode != 0:
-        _fail("lakewarden gc committed", run)
+        fail("lakewarden gc committed", run)
     summary = json.loads((scratch / "report" / "summary.json").read_text())
     work = ", ".join(f"{summary[k]} {k.replace('_', ' ')}" for k in ("dbt_queries", "spark_jobs") if k in summary)
     if work:

@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_DIR = ROOT / "python"
@@ -159,6 +159,12 @@ def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, i
         for reader in readers:
             reader.join()
     return ProcessRun(process.returncode, seconds, peak, "".join(out), "".join(err))
+
+
+def fail(label: str, run: ProcessRun) -> NoReturn:
+    """Stop the benchmark: ``label`` failed, with the last lines of its output."""
+    tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])
+    raise SystemExit(f"{label} failed (exit {run.returncode}) after {run.seconds:.1f} s:\n{tail}")
 
 
 def child_env() -> dict[str, str]:

@@ -37,11 +37,12 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, child_env, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, child_env, fail, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
 from committed_gc import RULES, run_baseline  # noqa: E402
 
 from lakewarden.jobs.demo import DEMO_POLICY  # noqa: E402
 from lakewarden.sample import SampleConfig, generate  # noqa: E402
+from lakewarden.timestamps import rfc3339  # noqa: E402
 
 TARGET = 1.5
 
@@ -66,15 +67,6 @@ class Pair:
     noop_ranges_read: object
 
 
-def _rfc3339(moment) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
-
-
-def _fail(label: str, run: ProcessRun) -> None:
-    tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])
-    raise SystemExit(f"{label} failed (exit {run.returncode}) after {run.seconds:.1f} s:\n{tail}")
-
-
 def _run(job: Job, common: list[str], state: Path, report: Path) -> tuple[ProcessRun, dict]:
     shutil.rmtree(report, ignore_errors=True)
     command = [*lakewarden_command(), *job.words, *common, "--state", str(state), "--report", str(report)]
@@ -82,7 +74,7 @@ def _run(job: Job, common: list[str], state: Path, report: Path) -> tuple[Proces
         command.append("--dry-run")
     run = run_measured(command, env=child_env())
     if run.returncode != 0:
-        _fail(f"lakewarden {' '.join(job.words)}", run)
+        fail(f"lakewarden {' '.join(job.words)}", run)
     return run, json.loads((report / "summary.json").read_text())
 
 
@@ -123,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         rules.write_text(json.dumps(RULES) + "\n")
         policy.write_text(json.dumps(DEMO_POLICY) + "\n")
         sample = generate(scratch / "sample", SampleConfig(seed=7, entries=3000))
-        now = _rfc3339(sample.end + timedelta(days=1))
+        now = rfc3339(sample.end + timedelta(days=1), timespec="seconds")
         print(f"== repeat {attempt}: the demo's sample, {sample.range_rows:,d} range rows, {sample.commit_count} commits; "
               f"--now {now}", flush=True)
         baseline, base_marked = run_baseline(sample.snapshot_dir, now)
