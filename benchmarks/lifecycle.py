@@ -10,7 +10,7 @@ snapshot (the cached sample is never modified), then runs the CLI, each run a wh
    the sample has no object files, and a missing file counts as deleted, so this is "the last
    run that deleted" an incremental run starts from);
 2. append 1% more commits on main (each adding a new range of fresh entries; ``ranges`` becomes a
-   folder, as CONTRACT section 2 allows) and move the clock a day;
+   folder, as docs/contract.md §2 allows) and move the clock a day;
 3. the same command again: the incremental run;
 4. the same command once more, same snapshot, state and clock: the no-op run (nothing changed);
 5. a plain PySpark process (session start and one trivial job), the floor a no-op is held to.
@@ -64,7 +64,7 @@ NOOP_TARGET = 1.5
 def append_commits(snapshot_dir: Path, count: int, entries: int, start: datetime, span: timedelta) -> None:
     """Add ``count`` commits on main, each listing main's ranges plus a new range of fresh entries
     (``entries`` in all), dated from ``start`` over ``span``. The ranges table becomes a folder
-    (the original file plus one new part), as CONTRACT section 2 allows."""
+    (the original file plus one new part), as docs/contract.md §2 allows."""
     schemas = arrow_schemas()
     commits = pq.read_table(snapshot_dir / "commits.parquet").to_pylist()
     branches = pq.read_table(snapshot_dir / "branches.parquet").to_pylist()

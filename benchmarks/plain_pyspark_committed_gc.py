@@ -5,7 +5,7 @@
 
 Issue 13's baseline, written apart from lakewarden's code (it imports nothing from it) so that
 it checks as well as times: one Python process starts Spark (``local[2]``), reads the snapshot's
-Parquet tables where they are (CONTRACT section 2; ``NAME.parquet`` file or folder, ``NAME.jsonl``
+Parquet tables where they are (docs/contract.md §2; ``NAME.parquet`` file or folder, ``NAME.jsonl``
 also accepted), computes the active commits in Python from ``commits`` and ``branches`` by
 lakeFS's rules, then ONE Spark SQL query: ranges grouped by whether any active commit reaches
 them, the addresses that only expired ranges reference, minus those of live ranges, minus staged
@@ -196,7 +196,7 @@ def _parse_branch_days(items: list[str]) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--snapshot", type=Path, required=True, help="repository snapshot directory (CONTRACT section 2)")
+    parser.add_argument("--snapshot", type=Path, required=True, help="repository snapshot directory (docs/contract.md section 2)")
     parser.add_argument("--now", required=True, help="the clock, RFC 3339 with offset")
     parser.add_argument("--default-days", type=int, default=7, help="default retention in days (default 7)")
     parser.add_argument("--branch-days", action="append", default=["main=30"], metavar="BRANCH=DAYS",

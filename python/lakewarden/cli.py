@@ -1,4 +1,4 @@
-"""The ``lakewarden`` command line (CONTRACT section 1).
+"""The ``lakewarden`` command line (docs/contract.md §1).
 
 Each command lives in the module that owns its job; this module only assembles the parser
 and maps errors to exit codes: 0 success, 2 bad input (one line on stderr), 1 anything else.

@@ -1,6 +1,6 @@
 """Error types shared by every job.
 
-The CLI maps :class:`BadInput` to exit status 2 with a one-line reason (CONTRACT section 1);
+The CLI maps :class:`BadInput` to exit status 2 with a one-line reason (docs/contract.md §1);
 anything else is exit status 1. Raising ``BadInput`` before any side effect is how a job
 guarantees that bad input changes nothing.
 """

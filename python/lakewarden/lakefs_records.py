@@ -128,7 +128,7 @@ def _parse(message_type: Any, data: bytes, key: bytes) -> Any:
 
 
 def decode_range_record(key: bytes, value: bytes) -> dict[str, Any]:
-    """A range record (path -> ``catalog.Entry``) as a dict, per CONTRACT section 5."""
+    """A range record (path -> ``catalog.Entry``) as a dict, per docs/contract.md §5."""
     _, data = decode_value(value)
     entry = _parse(catalog_pb2.Entry, data, key)
     ts = entry.last_modified

@@ -1,4 +1,4 @@
-"""Lifecycle policy: the lifecycle job's JSON policy (CONTRACT section 3.1), validated strictly.
+"""Lifecycle policy: the lifecycle job's JSON policy (docs/contract.md §3.1), validated strictly.
 
 ``{"rule1": {"prefix": "foo/bar", "days": 10, "enabled": true, "branch_days": {"b1": 5, "b2": 8}},
    "rule2": {"prefix": "foo/zoo", "enabled": true, "branch_days": {"b1": 5}}}``

@@ -1,4 +1,4 @@
-"""Report directories (CONTRACT section 4): ``summary.json``, ``addresses.csv``, ``report.html``.
+"""Report directories (docs/contract.md §4): ``summary.json``, ``addresses.csv``, ``report.html``.
 
 The summary is written when a run starts (``success: false``, ``finished_at: null``) and
 rewritten atomically as it progresses, so a run that dies part-way leaves a report saying so.

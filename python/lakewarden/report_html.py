@@ -1,4 +1,4 @@
-"""``report.html``: one self-contained page per report directory (CONTRACT section 4).
+"""``report.html``: one self-contained page per report directory (docs/contract.md §4).
 
 For a person deciding whether to sweep. Its first screen answers the first questions: how many
 objects and bytes would go (or went), why (the top reasons or rules), and what changed since

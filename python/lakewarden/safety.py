@@ -1,7 +1,7 @@
 """Which physical addresses a job may delete, decided the same way everywhere.
 
 Every deletion path (the sweep, each deleter, the jobs) asks :func:`check_deletable` before
-touching an object. The rule (CONTRACT section 2): only objects strictly *inside* the storage
+touching an object. The rule (docs/contract.md §2): only objects strictly *inside* the storage
 namespace, never the namespace itself, never anything under ``<ns>/_lakefs/``, never lakeFS's
 ``<ns>/dummy``.
 

@@ -1,4 +1,4 @@
-"""Read a repository snapshot directory (CONTRACT section 2) in place, as the warehouse's sources.
+"""Read a repository snapshot directory (docs/contract.md §2) in place, as the warehouse's sources.
 
 The tables' columns and types are read from ``models/sources.yml`` (the one definition of the
 source tables). Nothing is copied: the source tables are views over the snapshot's Parquet
@@ -38,7 +38,7 @@ NOT_NULL = {
     "commits": ("commit_id", "creation_date"),
     "branches": ("branch_id", "commit_id"),
     "tags": ("tag_id", "commit_id"),
-    # range_id null = an empty metarange (CONTRACT 2): lakeFS writes one when a commit empties the tree
+    # range_id null = an empty metarange (docs/contract.md §2): lakeFS writes one when a commit empties the tree
     "metaranges": ("meta_range_id",),
     "ranges": ("range_id", "key", "address", "address_type"),
     # branch_id and key may be null: lakeFS's prepare_uncommited lists staged physical

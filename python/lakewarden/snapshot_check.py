@@ -1,4 +1,4 @@
-"""Validate a snapshot directory (CONTRACT section 2) with pyarrow, before and without Spark.
+"""Validate a snapshot directory (docs/contract.md §2) with pyarrow, before and without Spark.
 
 A job checks its snapshot before its Spark session exists (on the main thread, so also while a
 JVM starts in the background): a bad snapshot costs no JVM, the check costs no Spark job, and a
@@ -67,7 +67,7 @@ RACY_SECONDS = 2.0
 ABANDONED_SECONDS = 24 * 3600.0  # a temporary conversion this old belongs to a run that was killed
 REVALIDATE_ENV = "LAKEWARDEN_REVALIDATE"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-OPTIONAL_COLUMNS = {("branches", "hidden")}  # absent = default false (CONTRACT 2)
+OPTIONAL_COLUMNS = {("branches", "hidden")}  # absent = default false (docs/contract.md §2)
 # Columns whose distinct values are all a check needs: a row group holding one value (its
 # statistics' min equals max, no nulls) is not read for them.
 _DISTINCT_ONLY = {

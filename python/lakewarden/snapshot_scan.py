@@ -1,4 +1,4 @@
-"""Read a snapshot directory (CONTRACT section 2) with pyarrow, without Spark.
+"""Read a snapshot directory (docs/contract.md §2) with pyarrow, without Spark.
 
 ``report.html`` and ``lakewarden explain`` look at the snapshot a run used after the run, often
 in another process and without a warehouse. The small tables (commits, branches, tags,

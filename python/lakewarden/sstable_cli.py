@@ -1,4 +1,4 @@
-"""``lakewarden sstable cat FILE`` (CONTRACT section 5): print an SSTable as JSON Lines.
+"""``lakewarden sstable cat FILE`` (docs/contract.md §5): print an SSTable as JSON Lines.
 
 This is how users and support look inside a repository's metadata (``<ns>/_lakefs/<id>``
 files) without a Go toolchain. The whole table is opened (footer, metaindex, properties)

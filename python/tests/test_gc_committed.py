@@ -246,7 +246,7 @@ def example_rules(default_days: int, **branch_days: int) -> dict:
 
 
 def write_example_snapshot(directory: Path, commits: dict[str, tuple[list[str], str]], branches: dict[str, str]) -> Path:
-    """A tiny JSONL snapshot (CONTRACT section 2): commit X lists its own range holding object
+    """A tiny JSONL snapshot (docs/contract.md §2): commit X lists its own range holding object
     ``data/X`` and a range every commit shares holding ``data/shared``. So exactly the objects
     of expired commits are marked, and the shared one (listed by active commits too) never is."""
     snapshot = directory / "snapshot"

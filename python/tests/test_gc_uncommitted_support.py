@@ -179,7 +179,7 @@ class Repo:
             [
                 {"meta_range_id": m, "range_id": r}
                 for m, rs in self.metaranges.items()
-                for r in (dict.fromkeys(rs) if rs else [None])  # None: an empty metarange (CONTRACT 2)
+                for r in (dict.fromkeys(rs) if rs else [None])  # None: an empty metarange (docs/contract.md §2)
             ],
         )
         dump("ranges", [entry for entries in self.ranges.values() for entry in entries])

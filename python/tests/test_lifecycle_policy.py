@@ -17,7 +17,8 @@ from lakewarden.lifecycle_policy import (
     parse_lifecycle_policy,
 )
 
-CONTRACT_EXAMPLE = """
+# the example of docs/contract.md §3.1
+POLICY_EXAMPLE = """
 {"rule1": {"prefix": "foo/bar", "days": 10, "enabled": true, "branch_days": {"b1": 5, "b2": 8}},
  "rule2": {"prefix": "foo/zoo", "enabled": true, "branch_days": {"b1": 5}}}
 """
@@ -30,7 +31,7 @@ def write(tmp_path: Path, content: str) -> Path:
 
 
 def test_contract_example(tmp_path: Path) -> None:
-    policy = load_lifecycle_policy(write(tmp_path, CONTRACT_EXAMPLE))
+    policy = load_lifecycle_policy(write(tmp_path, POLICY_EXAMPLE))
     assert policy.rules == (
         LifecycleRule("rule1", "foo/bar", True, 10, {"b1": 5, "b2": 8}),
         LifecycleRule("rule2", "foo/zoo", True, None, {"b1": 5}),
@@ -79,7 +80,7 @@ def test_unknown_branches_only_of_enabled_rules() -> None:
 
 
 def test_to_json_round_trips() -> None:
-    policy = parse_lifecycle_policy(CONTRACT_EXAMPLE, "p.json")
+    policy = parse_lifecycle_policy(POLICY_EXAMPLE, "p.json")
     again = parse_lifecycle_policy(json.dumps(policy.to_json()), "q.json")
     assert again.rows() == policy.rows()
     assert again.to_json() == policy.to_json()

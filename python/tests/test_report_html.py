@@ -1,4 +1,4 @@
-"""``report.html`` (CONTRACT section 4): written by every job run and rewritten by the sweep,
+"""``report.html`` (docs/contract.md §4): written by every job run and rewritten by the sweep,
 drawn from aggregates only (figures.json, the sweep's counts, the run history), its figures agree
 with addresses.csv and the snapshot, its first screen answers how much, why and what changed,
 and it renders in a real headless Chromium without a console error, without a single request

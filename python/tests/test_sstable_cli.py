@@ -1,4 +1,4 @@
-"""``lakewarden sstable cat`` (CONTRACT section 5) through the real CLI entry point."""
+"""``lakewarden sstable cat`` (docs/contract.md §5) through the real CLI entry point."""
 
 from __future__ import annotations
 

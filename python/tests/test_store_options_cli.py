@@ -91,7 +91,7 @@ def test_sweep_says_when_deletes_leave_recoverable_versions(
     rows = [(key.removeprefix("ns/"), "RELATIVE", f"s3://{bucket}/{key}") for key in keys]
     report = write_report(tmp_path / "report", f"s3://{bucket}/ns", rows)
 
-    # the S3 options keep their names (CONTRACT section 1)
+    # the S3 options keep their names (docs/contract.md §1)
     code = main(["sweep", "--report", str(report), "--state", str(tmp_path / "state"), "--s3-endpoint", endpoint, "--s3-region", "us-east-1"])
     out, err = capsys.readouterr()
     assert code == 0, err

@@ -1,7 +1,7 @@
 """Repository catalogs: resolve a ref to its commit and read the commit's action files.
 
 Two implementations share one small protocol: :class:`SnapshotCatalog` reads a snapshot directory
-(CONTRACT section 2) with object contents from its storage namespace, and :class:`LakeFSCatalog`
+(docs/contract.md §2) with object contents from its storage namespace, and :class:`LakeFSCatalog`
 asks a live lakeFS server through ``lakefs-sdk``. The service never needs more than this, which
 keeps the merge gate and the state machine independent of where the repository lives.
 """

@@ -1,4 +1,4 @@
-"""``lakewarden checks ...``: the client commands and ``checks serve`` (CONTRACT sections 1, 6)."""
+"""``lakewarden checks ...``: the client commands and ``checks serve`` (docs/contract.md §1, §6)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ def parse_ref_uri(uri: str) -> tuple[str, str]:
 
 
 def state_dir(explicit: str | None = None) -> Path:
-    """``--state``, else ``$LAKEWARDEN_HOME``, else ``./.lakewarden`` (CONTRACT section 1)."""
+    """``--state``, else ``$LAKEWARDEN_HOME``, else ``./.lakewarden`` (docs/contract.md §1)."""
     return Path(explicit or os.environ.get("LAKEWARDEN_HOME") or ".lakewarden")
 
 

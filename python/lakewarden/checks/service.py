@@ -317,7 +317,7 @@ class ChecksService:
     def event(self, resolved: ResolvedRef, execution: Execution, token: str) -> dict[str, Any]:
         """The JSON an executor receives (webhook body; Airflow ``conf["lakeFS_event"]``).
 
-        The design's fields first (CONTRACT 6): ``source_ref`` is the commit the ref was
+        The design's fields first (docs/contract.md §6): ``source_ref`` is the commit the ref was
         dereferenced to, so the executor checks exactly what the result will be recorded for.
         """
         repo = resolved.repository

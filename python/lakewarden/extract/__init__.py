@@ -1,4 +1,4 @@
-"""Read a live lakeFS repository into a snapshot directory (CONTRACT section 2).
+"""Read a live lakeFS repository into a snapshot directory (docs/contract.md §2).
 
 Every commit, branch and tag comes from a lakeFS refs dump; lakeFS's own GC answer and the
 staged entries come from lakeFS's GC preparations (all through the official ``lakefs-sdk``

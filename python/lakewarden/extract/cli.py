@@ -1,4 +1,4 @@
-"""``lakewarden extract``: a live lakeFS repository -> a snapshot directory (CONTRACT 2)."""
+"""``lakewarden extract``: a live lakeFS repository -> a snapshot directory (docs/contract.md §2)."""
 
 from __future__ import annotations
 

@@ -241,7 +241,7 @@ def extract_repository(
     range_ids: dict[str, None] = {}
     for meta_range_id in sorted({c.meta_range_id for c in commits.values() if c.meta_range_id}):
         listed = read_metarange(store.read(meta_range_id, "metarange"), store.location(meta_range_id))
-        if not listed:  # an empty tree: one row with no range (CONTRACT section 2)
+        if not listed:  # an empty tree: one row with no range (docs/contract.md §2)
             metarange_rows["meta_range_id"].append(meta_range_id)
             metarange_rows["range_id"].append(None)
         metarange_rows["meta_range_id"].extend([meta_range_id] * len(listed))

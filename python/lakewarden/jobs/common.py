@@ -1,4 +1,4 @@
-"""What every job shares: its options (CONTRACT section 1), the clock, run ids, Spark start-up
+"""What every job shares: its options (docs/contract.md §1), the clock, run ids, Spark start-up
 and snapshot loading. Everything here validates before anything is written or deleted."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     from lakewarden.stores.options import add_store_arguments
 
     parser.add_argument(
-        "--snapshot", type=Path, help="repository snapshot directory (CONTRACT section 2); or --lakefs-endpoint/--repo"
+        "--snapshot", type=Path, help="repository snapshot directory (docs/contract.md section 2); or --lakefs-endpoint/--repo"
     )
     add_lakefs_arguments(parser)
     # where the namespace's store is (S3, Azure, GCS, lakeFS's local blockstore): extract,

@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--dry-run, then 'lakewarden sweep --report DIR'; without --dry-run it marks and sweeps in one go.",
     )
     add_job_options(parser)
-    parser.add_argument("--policy", type=Path, required=True, help="lifecycle policy JSON (CONTRACT 3.1)")
+    parser.add_argument("--policy", type=Path, required=True, help="lifecycle policy JSON (docs/contract.md section 3.1)")
     parser.add_argument(
         "--potential-commits",
         choices=POTENTIAL_MODES,

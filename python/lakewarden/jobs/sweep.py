@@ -1,4 +1,4 @@
-"""``lakewarden sweep --report DIR``: delete what an earlier dry run marked (CONTRACT section 1).
+"""``lakewarden sweep --report DIR``: delete what an earlier dry run marked (docs/contract.md §1).
 
 The report is validated first, so bad input exits 2 at once and touches nothing. Small reports
 are swept in-process (no JVM); large ones, or under spark-submit, in Spark tasks (``--engine``

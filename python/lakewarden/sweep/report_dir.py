@@ -1,6 +1,6 @@
 """The report directory a sweep works on: validated before any side effect.
 
-Input is a report directory (CONTRACT section 4): ``summary.json`` (with ``storage_namespace``)
+Input is a report directory (docs/contract.md §4): ``summary.json`` (with ``storage_namespace``)
 and ``addresses.csv`` (``address``, ``address_type``, ``physical_address``, ...). Everything the
 sweep writes lives beside them: ``sweep.lock``, ``sweep/outcomes/*.jsonl`` (the durable record,
 appended batch by batch), ``sweep/outcomes.csv`` and ``sweep/summary.json``.

@@ -1,6 +1,6 @@
 """Keeps the report's ``summary.json`` (and ``sweep/summary.json``) true while a sweep runs.
 
-CONTRACT section 4: from a sweep's start until it finishes the summary says ``status:
+docs/contract.md §4: from a sweep's start until it finishes the summary says ``status:
 sweeping``, ``success: false``, with the counts recorded so far; a killed sweep leaves it so.
 Counts only ever come from outcomes already fsynced to ``sweep/outcomes/`` (the callers count a
 batch after recording it), so the summary never claims more than the record holds. Writes go

@@ -28,7 +28,7 @@ REPO = "sample"
 
 
 class SnapshotBuilder:
-    """A snapshot directory (CONTRACT section 2) whose objects live under a file:// namespace."""
+    """A snapshot directory (docs/contract.md §2) whose objects live under a file:// namespace."""
 
     def __init__(self, directory: Path, namespace: Path, repository_id: str = REPO):
         self.directory = directory

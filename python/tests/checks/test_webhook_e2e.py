@@ -62,7 +62,7 @@ def test_trigger_callback_success_then_gate_allows(snapshot, receiver, service_f
     assert received.headers["Authorization"] == "Bearer s3cr3t"
     assert received.query == {"team": ["data"], "tags": ["a", "b"]}
     event = received.body
-    # The design's event (CONTRACT 6): source_ref is the commit the ref was dereferenced to.
+    # The design's event (docs/contract.md §6): source_ref is the commit the ref was dereferenced to.
     design = {"repository_id", "branch_id", "source_ref", "check_id", "storage_namespace", "callback_token", "output_url"}
     assert design <= set(event)
     assert event["repository_id"] == REPO and event["branch_id"] == "feature" and event["source_ref"] == commit
