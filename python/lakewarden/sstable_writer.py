@@ -1,6 +1,6 @@
 """Write SSTables in the format lakeFS (pebble, ``TableFormatRocksDBv2``) writes.
 
-Tests and the sample generator need real ``_lakefs/`` range and metarange files, and the only
+Tests need real ``_lakefs/`` range and metarange files, and the only
 honest way to test the reader beyond the few fixtures is to round-trip through an independent
 writer of the same format. The layout follows pebble's writer:
 

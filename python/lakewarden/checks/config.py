@@ -388,7 +388,7 @@ _CONFIG_KEYS = {
     "connections",
 }
 
-#: ``connections:`` keys: deadlines (durations) and caps (counts); see the README's Limits table.
+#: ``connections:`` keys: deadlines (durations) and caps (counts); see "Threat model and limits" in the package README.
 CONNECTION_DEADLINES = ("header_timeout", "body_timeout", "request_timeout", "grace")
 CONNECTION_CAPS = ("per_client_pending", "max_pending", "max_active", "max_connections")
 

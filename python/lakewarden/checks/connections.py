@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ConnectionLimits:
-    """The limits of :class:`GuardedH11Protocol`; every one is documented in the checks README."""
+    """The limits of :class:`GuardedH11Protocol`; every one is documented in the checks README ("Threat model and limits")."""
 
     #: Seconds from a connection's opening (or the end of its previous answer) to a complete head.
     header_timeout: float = 10.0

@@ -1,5 +1,5 @@
 """``lakewarden gc committed``: committed retention GC (the mark is dbt models under
-``models/retention``; this module loads inputs, runs them, writes the report and sweeps)."""
+``models/gc_committed``; this module loads inputs, runs them, writes the report and sweeps)."""
 
 from __future__ import annotations
 

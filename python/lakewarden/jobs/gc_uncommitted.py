@@ -2,7 +2,7 @@
 
 Deletes objects under the storage namespace that no commit and no staged entry references:
 failed and abandoned uploads, objects of staged entries that were reset or overwritten. The
-subtraction is dbt models (``models/uncommitted``); this module reads the storage inventory
+subtraction is dbt models (``models/gc_uncommitted``); this module reads the storage inventory
 (:mod:`lakewarden.inventory`), decides between a clean and an optimized run, runs the models,
 writes the outputs and the run history, and sweeps (:func:`lakewarden.sweep.sweep_report`).
 
@@ -11,7 +11,7 @@ staged entries; marked = storage inventory - repository inventory - objects youn
 ``--min-age``. Optimized run (a successful previous run exists for this namespace): only the
 ranges the previous run had not read are read (those commits newer than its Last Commit brought);
 candidates are (a) the previous uncommitted inventory and (b) objects storage wrote after the
-previous run's cutoff. See the README section for why the result is a subset of a clean run's.
+previous run's cutoff. See docs/gc-uncommitted.md for why the result is a subset of a clean run's.
 """
 
 from __future__ import annotations

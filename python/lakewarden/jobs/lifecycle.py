@@ -67,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=POTENTIAL_MODES,
         default="complete",
         help="complete (default): a commit is read when any branch reaching it may hold newly expired objects; "
-        "seed: the design's intersection (reads less, can skip objects: see the README)",
+        "seed: the design's intersection (reads less, can skip objects: see docs/lifecycle.md)",
     )
     parser.add_argument(
         "--full",
