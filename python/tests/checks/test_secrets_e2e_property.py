@@ -21,7 +21,7 @@ from urllib.parse import quote, quote_plus
 import requests
 import requests.utils
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from checks_support import CapturingServer, SnapshotBuilder, WebhookReceiver, start_service
@@ -29,6 +29,17 @@ from checks_support import CapturingServer, SnapshotBuilder, WebhookReceiver, st
 # Printable Latin-1: what an HTTP header can carry (the mask's own property test covers all of Unicode).
 SECRETS = st.text(st.characters(codec="latin-1", min_codepoint=0x21, blacklist_categories=("Cc",)),
                   min_size=8, max_size=20)
+
+
+#: what the product and these tests spell by themselves: Hypothesis also draws strings found in
+#: the code under test (an identifier such as ``check_type``, a column in the store's schema),
+#: and a "secret" already written there cannot be told apart from a leak
+VOCABULARY = "\n".join(
+    path.read_text(encoding="utf-8", errors="replace")
+    for root in (Path(__file__).resolve().parents[2] / "lakewarden", Path(__file__).resolve().parent)
+    for path in sorted(root.rglob("*"))
+    if path.suffix in (".py", ".html", ".js", ".css", ".sql")
+)
 
 
 def forms(secret: str) -> set[str]:
@@ -48,6 +59,7 @@ def forms(secret: str) -> set[str]:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(secret=SECRETS, data=st.data())
 def test_random_secrets_never_reach_an_answer_the_store_or_the_log(secret, data, tmp_path_factory, caplog) -> None:
+    assume(not any(form in VOCABULARY for form in forms(secret)))
     caplog.clear()
     caplog.set_level(logging.DEBUG)
     root = tmp_path_factory.mktemp("e2e")
