@@ -59,9 +59,26 @@ def alive_workers(ui_port: int) -> int:
         return 0
 
 
+class Cluster:
+    """A standalone master and two workers, launched; ``ready()`` waits until both workers have
+    registered and gives the master URL. The test builds the wheel and its expectations while
+    the three JVMs boot (both take tens of seconds on two cores)."""
+
+    def __init__(self, url: str, ui_port: int, processes: list[subprocess.Popen], logs: Path) -> None:
+        self.url, self._ui_port, self._processes, self._logs = url, ui_port, processes, logs
+
+    def ready(self) -> str:
+        deadline = time.monotonic() + 240
+        while alive_workers(self._ui_port) < 2:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self._processes):
+                pytest.fail("the cluster did not come up: " + " | ".join((self._logs / f).read_text()[-500:] for f in os.listdir(self._logs)))
+            time.sleep(1)
+        return self.url
+
+
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[str]:
-    """A standalone master and two workers; yields the master URL; stops them whatever happens."""
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """A standalone master and two workers, launched (not yet waited for); stops them whatever happens."""
     home = spark_home()
     env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1"}
     port, ui_port = free_port(), free_port()
@@ -83,12 +100,7 @@ def cluster(tmp_path: Path) -> Iterator[str]:
                 "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
                 "--work-dir", str(tmp_path / f"worker-{number}"),
             )
-        deadline = time.monotonic() + 240
-        while alive_workers(ui_port) < 2:
-            if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
-                pytest.fail("the cluster did not come up: " + " | ".join((logs / f).read_text()[-500:] for f in os.listdir(logs)))
-            time.sleep(1)
-        yield f"spark://127.0.0.1:{port}"
+        yield Cluster(f"spark://127.0.0.1:{port}", ui_port, processes, logs)
     finally:
         for process in reversed(processes):
             if process.poll() is None:
@@ -132,8 +144,9 @@ def marked(report: Path) -> dict[str, tuple[list[str], list[str]]]:
         return {row["physical_address"]: (row["paths"].split(";"), row["matched_rules"].split(";")) for row in csv.DictReader(handle)}
 
 
-def test_lifecycle_on_two_workers_marks_what_the_oracle_marks(cluster: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    bin_dir = installed_wheel(tmp_path_factory.getbasetemp() / "wheel")  # shared with test_wheel
+def test_lifecycle_on_two_workers_marks_what_the_oracle_marks(cluster: Cluster, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # while the cluster boots: the wheel (shared with test_wheel), the sample, the oracle's answer
+    bin_dir = installed_wheel(tmp_path_factory.getbasetemp() / "wheel")
     sample = generate(tmp_path / "sample", SampleConfig(seed=21, entries=700))
     (tmp_path / "policy.json").write_text(json.dumps(POLICY))
     now = sample.end + timedelta(days=2)
@@ -150,7 +163,7 @@ def test_lifecycle_on_two_workers_marks_what_the_oracle_marks(cluster: str, tmp_
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     job = ["lifecycle", "--policy", str(tmp_path / "policy.json"), "--snapshot", str(sample.snapshot_dir)]
     result = subprocess.run(
-        [*submit_command(cluster, state, bin_dir), *job, "--now", now.strftime("%Y-%m-%dT%H:%M:%SZ"), "--dry-run", "--state", str(state), "--report", str(report)],
+        [*submit_command(cluster.ready(), state, bin_dir), *job, "--now", now.strftime("%Y-%m-%dT%H:%M:%SZ"), "--dry-run", "--state", str(state), "--report", str(report)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800,
     )
     assert result.returncode == 0, result.stderr[-4000:]
