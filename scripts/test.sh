@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test: SQL lint, then pytest (unit, property, dbt build + dbt unit tests, Spark end to
 # end, local S3 server, branch checks with a real Airflow and a real headless Chromium).
-# Sets up what it needs first; extra arguments go to pytest.
+# Sets up what it needs first. Extra arguments go to each pytest step below; a -m of yours is
+# combined with each step's own selection.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +37,62 @@ export LAKEWARDEN_HOME="${LAKEWARDEN_TEST_HOME:-$PWD/.lakewarden-test}"
 echo "== sqlfluff lint models tests" >&2
 .venv/bin/sqlfluff lint models tests --processes 1
 
-echo "== pytest" >&2
-# pytest exits 5 when it collects no test: set -e turns that into a failure too.
-.venv/bin/pytest "$@"
+# pytest in two steps. First the timing-sensitive tests (marked serial), alone. Then two pytest
+# processes side by side: the tests on the embedded Spark session (marked embedded by
+# python/tests/conftest.py: one driver JVM, warmed once) and every other test (the checks
+# service, the wheel and the cluster, parsers, subprocess runs). One process left a core idle
+# about half the time: the Spark tests spend most of theirs on one thread. The second
+# process's output is printed when both are done; the command fails if either does.
+# pytest exits 5 when it selects no test: a selection (extra arguments) may leave a step empty,
+# so 5 fails the command only when no step ran a test.
+user_mark=""
+args=()
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+        -m) user_mark="${2:?-m needs a marker expression}"; shift 2 ;;
+        -m=*) user_mark="${1#-m=}"; shift ;;
+        *) args+=("$1"); shift ;;
+    esac
+done
+selection() {  # this step's markers, and the caller's -m if any
+    if [ -n "$user_mark" ]; then echo "($user_mark) and ($1)"; else echo "$1"; fi
+}
+ran=0
+step() {
+    local status=0
+    "$@" || status=$?
+    case "$status" in
+        0) ran=1 ;;
+        5) ;;
+        *) return "$status" ;;
+    esac
+}
+
+echo "== pytest: serial tests" >&2
+step .venv/bin/pytest -m "$(selection serial)" "${args[@]}"
+
+others_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests-others.XXXXXX")"
+echo "== pytest: the embedded Spark tests, and beside them the others (their output follows)" >&2
+.venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" >"$others_log" 2>&1 &
+others=$!
+trap 'kill "$others" 2>/dev/null || true' EXIT INT TERM
+embedded_status=0
+step .venv/bin/pytest -m "$(selection "embedded and not serial")" "${args[@]}" || embedded_status=$?
+others_status=0
+wait "$others" || others_status=$?
+trap - EXIT INT TERM
+echo "== pytest: the others" >&2
+cat "$others_log"
+rm -f "$others_log"
+case "$others_status" in
+    0) ran=1 ;;
+    5) ;;
+    *) exit "$others_status" ;;
+esac
+if [ "$embedded_status" -ne 0 ]; then
+    exit "$embedded_status"
+fi
+if [ "$ran" -eq 0 ]; then
+    echo "no test selected" >&2
+    exit 5
+fi

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Generator
 
 import pytest
 
@@ -55,7 +56,17 @@ def sstable_fixtures() -> Path:
 WHEEL_MARKERS = ("wheel", "cluster")
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)  # around pytest's own hook, which deselects by -m
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
     """The tests that build and install the wheel run last (in their files' order): the
-    suite's quick failures come first."""
+    suite's quick failures come first.
+
+    Every test of a module that uses the embedded session (the ``spark`` fixture) is marked
+    ``embedded``, before ``-m`` selects: scripts/test.sh runs ``-m embedded`` in one process
+    (one driver JVM, warmed once) and the other tests in a second process beside it."""
     items.sort(key=lambda item: any(item.get_closest_marker(name) for name in WHEEL_MARKERS))
+    on_session = {getattr(item, "module", None) for item in items if "spark" in getattr(item, "fixturenames", ())}
+    for item in items:
+        if getattr(item, "module", None) in on_session:
+            item.add_marker(pytest.mark.embedded)
+    return (yield)
