@@ -82,7 +82,7 @@ def moto_server() -> Iterator[str]:
                 break
             except Exception:  # noqa: BLE001 - not up yet
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("moto server did not start")
+                    raise RuntimeError("moto server did not start") from None
                 time.sleep(0.2)
         yield url
     finally:

@@ -35,7 +35,6 @@ import argparse
 import json
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time

@@ -183,11 +183,11 @@ def read_repository(snapshot_dir: Path) -> Repository:
     if not isinstance(document, dict):
         raise BadInput("must be a JSON object", source=str(path))
     values: dict[str, str] = {}
-    for field in ("repository_id", "storage_namespace", "default_branch"):
-        value = document.get(field)
+    for key in ("repository_id", "storage_namespace", "default_branch"):
+        value = document.get(key)
         if not isinstance(value, str) or not value:
-            raise BadInput("missing or not a non-empty string", source=str(path), field=field)
-        values[field] = value
+            raise BadInput("missing or not a non-empty string", source=str(path), field=key)
+        values[key] = value
     parsed = urlparse(values["storage_namespace"])
     if not parsed.scheme or (parsed.scheme != "file" and not parsed.netloc):
         raise BadInput(

@@ -27,7 +27,6 @@ from fake_lakefs import (
     SECRET,
     SCENARIO_RULES,
     Commit,
-    FakeLakeFS,
     LocalNamespace,
     Scenario,
     build_scenario,

@@ -9,7 +9,7 @@ import json
 import os
 import shutil
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Iterator
 from unittest import mock
@@ -316,7 +316,7 @@ def test_min_age_below_an_hour_needs_force(sample: SampleRepository, test_state_
 
 
 # S3 Inventory reports for a repository on s3://source-bucket/repo/ns (test_inventory's layout)
-from test_inventory import BUCKET, CREATED, NS, OBJECTS, T0, _rewrite_manifest, write_inventory  # noqa: E402
+from test_inventory import BUCKET, CREATED, T0, _rewrite_manifest, write_inventory  # noqa: E402
 
 
 def s3_repo(root: Path, bucket: str = BUCKET) -> Repo:

@@ -11,7 +11,7 @@ import pytest
 from pyspark import cloudpickle
 
 import test_sweep
-from lakewarden.sweep import SweepFailed, sweep_report
+from lakewarden.sweep import SweepFailed
 from test_sweep import Recording, read_outcomes_csv, sweep, write_report  # noqa: F401 - sweep is a fixture
 from test_sweep_support import ThrottlingProxy, list_keys, moto_endpoint, new_bucket, put_keys, s3_client_for, s3_options
 

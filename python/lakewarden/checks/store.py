@@ -265,7 +265,7 @@ def normalise_db_url(url: str) -> str:
 
 def _make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        if ":memory:" in url or url.rstrip("/") in {"sqlite:", "sqlite:"}:
+        if ":memory:" in url or url.rstrip("/") == "sqlite:":
             raise ValueError("the checks store needs a SQLite file (threads share it), not :memory:")
         engine = create_engine(
             url,

@@ -181,7 +181,7 @@ class LakeFSApi:
 
     def _unreachable(self, exc: BaseException) -> BadInput:
         text = str(getattr(exc, "reason", None) or exc).lower()
-        for needle, reason in (
+        for needle, reason in (  # noqa: B007 - reason is read after the loop (for/else)
             ("refused", "connection refused"),
             ("timed out", "timed out"),
             ("name or service not known", "unknown host"),

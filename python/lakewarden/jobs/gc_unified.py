@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakewarden.errors import error_line
-from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
+from lakewarden.jobs.common import JobContext, add_job_options
 from lakewarden.jobs.shape import Job, run_job, with_blockstore
 from lakewarden.report import Report, default_report_dir
 
