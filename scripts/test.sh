@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every test: SQL lint, then pytest (unit, property, dbt build + dbt unit tests, Spark end to
+# Run every test: Python and SQL lint, then pytest (unit, property, dbt build + dbt unit tests, Spark end to
 # end, local S3 server, branch checks with a real Airflow and a real headless Chromium).
 # Sets up what it needs first. Extra arguments go to each pytest step below; a -m of yours is
 # combined with each step's own selection.
@@ -34,6 +34,9 @@ if ! compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null; then
 fi
 
 export LAKEWARDEN_HOME="${LAKEWARDEN_TEST_HOME:-$PWD/.lakewarden-test}"
+echo "== ruff check python benchmarks" >&2
+.venv/bin/ruff check --quiet python benchmarks
+
 echo "== sqlfluff lint models tests" >&2
 .venv/bin/sqlfluff lint models tests --processes 1
 
