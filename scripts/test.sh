@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run every test: Python and SQL lint, then pytest (unit, property, dbt build + dbt unit tests, Spark end to
-# end, local S3 server, branch checks with a real Airflow and a real headless Chromium).
+# Run every test: Python and SQL lint, then pytest (unit, property, dbt build + dbt unit tests,
+# Spark end to end, local S3 server, branch checks with a real Airflow and a real headless
+# Chromium).
 # Sets up what it needs first. Extra arguments go to each pytest step below; a -m of yours is
 # combined with each step's own selection.
 set -euo pipefail
@@ -78,7 +79,8 @@ others_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests-others.XXXXXX")"
 echo "== pytest: the embedded Spark tests, and beside them the others (their output follows)" >&2
 .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" >"$others_log" 2>&1 &
 others=$!
-trap 'kill "$others" 2>/dev/null || true' EXIT INT TERM
+# interrupted: the other pytest stops as on Ctrl-C, its fixtures stopping what they started
+trap 'kill -INT "$others" 2>/dev/null || true' EXIT INT TERM
 embedded_status=0
 step .venv/bin/pytest -m "$(selection "embedded and not serial")" "${args[@]}" || embedded_status=$?
 others_status=0
