@@ -84,19 +84,13 @@ trap 'kill -INT "$others" 2>/dev/null || true' EXIT INT TERM
 embedded_status=0
 step .venv/bin/pytest -m "$(selection "embedded and not serial")" "${args[@]}" || embedded_status=$?
 others_status=0
-wait "$others" || others_status=$?
+step wait "$others" || others_status=$?
 trap - EXIT INT TERM
 echo "== pytest: the others" >&2
 cat "$others_log"
 rm -f "$others_log"
-case "$others_status" in
-    0) ran=1 ;;
-    5) ;;
-    *) exit "$others_status" ;;
-esac
-if [ "$embedded_status" -ne 0 ]; then
-    exit "$embedded_status"
-fi
+[ "$others_status" -eq 0 ] || exit "$others_status"
+[ "$embedded_status" -eq 0 ] || exit "$embedded_status"
 if [ "$ran" -eq 0 ]; then
     echo "no test selected" >&2
     exit 5
