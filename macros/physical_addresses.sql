@@ -20,7 +20,7 @@
 {% macro physical_address(address, address_type, namespace_root) -%}
     case
         when upper({{ address_type }}) = 'FULL' then {{ normalize_uri(address) }}
-        when startswith({{ address }}, '/') or instr({{ address }}, '//') > 0
+        when startswith({{ address }}, '/') or contains({{ address }}, '//')
             then concat({{ namespace_root }}, '/', regexp_replace(regexp_replace({{ address }}, '^/+', ''), '/{2,}', '/'))
         else concat({{ namespace_root }}, '/', {{ address }})
     end
@@ -28,14 +28,23 @@
 
 {#- True when a job may delete the object: strictly inside the namespace, not under _lakefs/,
     not lakeFS's `dummy` object at the root, and free of dot segments that could climb out of
-    it. Takes the normalised namespace root. -#}
+    it. Takes the normalised namespace root.
+    It runs on every candidate entry (millions on a long history), so each condition is written
+    in its cheapest exact form: "longer than the root and its slash" is "not the root and its
+    slash" once the address starts with them; the dot-segment pattern, which can only match at
+    the start or after a slash followed by a dot, is tried only on the addresses holding one
+    (most hold none); byte searches (`contains`) rather than character ones (`instr`).
+    python/tests/test_address_macros.py checks these against the conditions as first written. -#}
 {% macro is_deletable_address(physical, namespace_root) -%}
     (
         startswith({{ physical }}, concat({{ namespace_root }}, '/'))
-        and length({{ physical }}) > length({{ namespace_root }}) + 1
+        and {{ physical }} != concat({{ namespace_root }}, '/')
         and not startswith({{ physical }}, concat({{ namespace_root }}, '/_lakefs/'))
         and {{ physical }} != concat({{ namespace_root }}, '/_lakefs')
         and lower({{ physical }}) != lower(concat({{ namespace_root }}, '/dummy'))
-        and not {{ physical }} rlike '(^|/)\\.{1,2}(/|$)'
+        and not (
+            (startswith({{ physical }}, '.') or contains({{ physical }}, '/.'))
+            and {{ physical }} rlike '(^|/)\\.{1,2}(/|$)'
+        )
     )
 {%- endmacro %}

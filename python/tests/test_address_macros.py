@@ -1,0 +1,78 @@
+"""The address macros (macros/physical_addresses.sql) as Spark evaluates them.
+
+``is_deletable_address`` runs on every candidate entry of a job, so its conditions are written in
+cheap forms (no character counting, the dot-segment pattern tried only where a dot follows a
+slash). These tests hold them to the conditions as they were first written, the plain reading of
+the rule: strictly inside the namespace (longer than the root and its slash), not under
+``_lakefs/``, not ``_lakefs`` itself, not the root's ``dummy`` in any case, no dot segment.
+A cheap form that let one more address through would delete data, so the comparison is on the
+exact boolean, null included, over generated addresses built from the characters that matter.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from conftest import REPO_ROOT
+
+ROOTS = ("s3://bucket/ns", "file:///tmp/lake/ns", "s3://bucket", "gs://b/a.b/ns")
+
+#: the rule as first written, one condition per line (the reference the macro must equal)
+REFERENCE = """(
+    startswith(p, concat(root, '/'))
+    and length(p) > length(root) + 1
+    and not startswith(p, concat(root, '/_lakefs/'))
+    and p != concat(root, '/_lakefs')
+    and lower(p) != lower(concat(root, '/dummy'))
+    and not p rlike '(^|/)\\\\.{1,2}(/|$)'
+)"""
+
+
+def macros() -> object:
+    """The macro file's module, rendered by Jinja as dbt renders it (it uses no dbt context)."""
+    source = (Path(REPO_ROOT) / "macros" / "physical_addresses.sql").read_text()
+    return jinja2.Environment().from_string(source).module
+
+
+def deletable_sql() -> str:
+    return str(macros().is_deletable_address("p", "root"))
+
+
+segment = st.sampled_from(["a", "_lakefs", "_LAKEFS", "dummy", "DUMMY", "Dummy", ".", "..", "...", ".a", "a.", "x.y", "", "é", "K"])
+relative = st.lists(segment, max_size=5).map("/".join)
+suffix = st.one_of(relative, relative.map(lambda r: "/" + r), relative.map(lambda r: r + "/"), st.text(max_size=12))
+
+
+def verdicts(spark, pairs: list[tuple[str | None, str]]) -> list[tuple[object, object]]:
+    rows = spark.createDataFrame(pairs, "p string, root string")
+    return [tuple(r) for r in rows.selectExpr(f"{REFERENCE} as reference", f"{deletable_sql()} as macro").collect()]
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_examples_agree_with_the_rule(spark, root: str) -> None:
+    paths = [
+        root, root + "/", root + "/a", root + "/_lakefs", root + "/_lakefs/x", root + "/_LAKEFS/x", root + "/dummy",
+        root + "/DUMMY", root + "/dummy/x", root + "/a/dummy", root + "/./a", root + "/a/..", root + "/a/.b",
+        root + "/a.b/c", root + "x/a", root[:-1], None, ".", "./a", root + "//a",
+    ]
+    results = verdicts(spark, [(p, root) for p in paths])
+    assert [r[1] for r in results] == [r[0] for r in results]
+    by_path = dict(zip(paths, (r[1] for r in results)))
+    assert by_path[root + "/a"] is True and by_path[root + "/a/.b"] is True and by_path[root + "/a.b/c"] is True
+    for unsafe in (root, root + "/", root + "/_lakefs/x", root + "/dummy", root + "/DUMMY", root + "/./a", root + "/a/.."):
+        assert by_path[unsafe] is False, unsafe
+
+
+@settings(max_examples=60, deadline=None)
+@given(tails=st.lists(suffix, min_size=1, max_size=40), root=st.sampled_from(ROOTS))
+@example(tails=["a/../b", ".hidden", "a/./b", "a/.../b", "dummy", "_lakefs"], root="s3://bucket/ns")
+def test_macro_equals_the_rule(spark, tails: list[str], root: str) -> None:
+    """Generated addresses under the root, beside it and above it: the same verdict, null included."""
+    pairs = [(root + "/" + tail, root) for tail in tails] + [(root + tail, root) for tail in tails] + [(tail, root) for tail in tails]
+    for reference, macro in verdicts(spark, pairs):
+        assert macro == reference
