@@ -288,12 +288,17 @@ class ModelRunner:
 
             for node in pending:
                 node_started, jobs_before = time.monotonic(), spark_jobs_started(self.spark)
-                if node.resource_type == "test":
-                    warning = self._test(node)
-                    if warning:
-                        warnings.append(warning)
-                else:
-                    self._model(node)
+                # Spark's UI and event log name each job after the node that started it
+                self.spark.sparkContext.setJobDescription(f"lakewarden {node.resource_type} {node.name}")
+                try:
+                    if node.resource_type == "test":
+                        warning = self._test(node)
+                        if warning:
+                            warnings.append(warning)
+                    else:
+                        self._model(node)
+                finally:
+                    self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
                 self._done[node.unique_id] = node.digest
                 jobs_after = spark_jobs_started(self.spark)
                 log.debug(
@@ -308,6 +313,10 @@ class ModelRunner:
             seconds=time.monotonic() - started,
             warnings=tuple(warnings),
         )
+
+    def built(self, name: str) -> bool:
+        """Whether this runner executed the node named ``name`` (a model or a test)."""
+        return any(unique_id.rsplit(".", 1)[-1] == name for unique_id in self._done)
 
     # -- models ---------------------------------------------------------------------------
 
