@@ -1,11 +1,11 @@
 -- Safety net run with every committed GC build, computed independently of the GC's own
 -- intermediate models: no marked object may be referenced by an entry of an active commit's
 -- ranges or by a staged entry. Returns the offending rows (none expected). Checked on the
--- marked rows and compared by full normalised address. A 64-bit hash of it (xxhash64) only
--- narrows the entries down first, to those sharing a hash with a marked address: equal addresses
--- have equal hashes, so the narrowing cannot drop an offender, and the verdict is the
--- full-address comparison. Narrowed first, only those few entries are joined with the active
--- ranges (on a long history: the marked addresses' entries instead of millions moved by range).
+-- marked rows and compared by full normalised address. The entries of the active ranges (a
+-- broadcast of range ids) are narrowed by a 64-bit hash (xxhash64) of their address to those
+-- sharing a hash with a marked address: equal addresses have equal hashes, so the narrowing
+-- cannot drop an offender, and the verdict is the full-address comparison. Neither narrowing
+-- moves an entry between tasks: both small sides are broadcast.
 
 with
 
@@ -44,32 +44,32 @@ marked_hashes as (
 
 ),
 
-committed_objects as (
+active_range_entries as (
 
-    select
-        ranges.range_id,
-        {{ physical_address('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }}
-            as physical_address
+    -- range ids (as many as the snapshot has ranges, never its objects) go to every task
+    select /*+ broadcast(active_ranges) */
+        ranges.address,
+        ranges.address_type
     from {{ ref('stg_lakefs__ranges') }} as ranges
-    cross join repository
+    left semi join active_ranges on ranges.range_id = active_ranges.range_id
 
 ),
 
-committed_objects_sharing_a_hash as (
+active_objects_sharing_a_hash as (
 
     select
-        committed_objects.range_id,
-        committed_objects.physical_address
-    from committed_objects
-    left semi join marked_hashes on xxhash64(committed_objects.physical_address) = marked_hashes.address_hash
+        {{ physical_address('active_range_entries.address', 'active_range_entries.address_type', 'repository.storage_namespace_root') }}
+            as physical_address
+    from active_range_entries
+    cross join repository
 
 ),
 
 active_objects as (
 
-    select committed_objects_sharing_a_hash.physical_address
-    from committed_objects_sharing_a_hash
-    left semi join active_ranges on committed_objects_sharing_a_hash.range_id = active_ranges.range_id
+    select active_objects_sharing_a_hash.physical_address
+    from active_objects_sharing_a_hash
+    left semi join marked_hashes on xxhash64(active_objects_sharing_a_hash.physical_address) = marked_hashes.address_hash
 
 ),
 

@@ -245,9 +245,16 @@ class Reachability:
         return self.members[self.set_ids[self.commit_ids.index(commit_id)]]
 
 
+def set_bits(mask: int) -> list[int]:
+    """The positions of ``mask``'s set bits, ascending. Read off its binary digits: shifting a
+    10,000-bit int once per bit made each call quadratic in the number of branches."""
+    digits = bin(mask)[:1:-1]  # bit 0 first, without the '0b'
+    return [position for position, digit in enumerate(digits) if digit == "1"] if mask > 0 else []
+
+
 def branches_of(branches: Sequence[str], mask: int) -> tuple[str, ...]:
     """The branches whose bits ``mask`` has set (bit i = ``branches[i]``)."""
-    return tuple(branches[b] for b in range(mask.bit_length()) if mask >> b & 1)
+    return tuple(branches[b] for b in set_bits(mask))
 
 
 def branch_set_id(branch_ids: Iterable[str]) -> str:

@@ -37,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lakewarden.commit_graph import DANGLING
+from lakewarden.commit_graph import DANGLING, set_bits
 from lakewarden.errors import error_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -170,9 +170,14 @@ def write_figures(
     marked: "DataFrame",
     snapshot_schema: str,
     now: datetime,
+    kept: "DataFrame | None" = None,
 ) -> Path | None:
     """Compute the page's figures of ``marked`` (the job's marked-addresses mart, as it is)
     and write ``report_dir/figures.json``; never raises (logs and returns None).
+
+    ``kept``: the objects the run keeps, one row per object (``earliest_modified_at``,
+    ``size_bytes``), when the job's models already computed them (committed GC's
+    ``gc_kept_addresses``); without it the kept ages take one pass over every entry here.
 
     ``job`` selects how a row says why it is marked and what its logical path is (the three
     marts differ: committed GC has ``example_path``; lifecycle ``paths`` and
@@ -180,7 +185,7 @@ def write_figures(
     holds the snapshot's ``ranges``, ``metaranges``, ``commits`` and ``branches`` tables."""
     try:
         started = time.monotonic()
-        document = compute_figures(spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now)
+        document = compute_figures(spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now, kept=kept)
         document["seconds"] = round(time.monotonic() - started, 3)
         from lakewarden.report import write_json_atomic
 
@@ -246,7 +251,7 @@ def age_bin(moment: "Column", now: datetime) -> "Column":
 
 
 def compute_figures(
-    spark: "SparkSession", *, job: str, marked: "DataFrame", snapshot_schema: str, now: datetime
+    spark: "SparkSession", *, job: str, marked: "DataFrame", snapshot_schema: str, now: datetime, kept: "DataFrame | None" = None
 ) -> dict[str, Any]:
     """The figures as a JSON document (Spark: two passes over ``marked``, one join of the
     snapshot's ranges with it for branches and kept ages)."""
@@ -258,6 +263,8 @@ def compute_figures(
         F.col("last_modified_at").alias("modified"),
         logical_path(marked).alias("path"),
         marked_reasons(job, marked).alias("reasons"),
+        # the ranges holding each marked object, when the mart says (committed GC's does)
+        *(["range_ids"] if "range_ids" in marked.columns else []),
     )
     # pass 1 over the marked rows: every (kind, name) group at once, trimmed to the largest
     keys = F.concat(
@@ -281,7 +288,9 @@ def compute_figures(
         for r in rows.orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST).collect()
     ]
     total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
-    branches, kept = _snapshot_figures(spark, rows, Group(int(total[0]["objects"]), int(total[0]["bytes"])), snapshot_schema, now)
+    branches, kept_ages = _snapshot_figures(
+        spark, rows, Group(int(total[0]["objects"]), int(total[0]["bytes"])), snapshot_schema, now, kept
+    )
     ages_marked = {int(g["name"]): g for g in marked_groups.get("age", {}).get("groups", [])}
     bins = range(len(AGE_BINS_DAYS))
     return {
@@ -297,8 +306,8 @@ def compute_figures(
             "labels": age_bin_labels(),
             "marked_objects": [int(ages_marked.get(i, {}).get("objects", 0)) for i in bins],
             "marked_bytes": [int(ages_marked.get(i, {}).get("bytes", 0)) for i in bins],
-            "kept_objects": [int(kept.get(i, (0, 0))[0]) for i in bins],
-            "kept_bytes": [int(kept.get(i, (0, 0))[1]) for i in bins],
+            "kept_objects": [int(kept_ages.get(i, (0, 0))[0]) for i in bins],
+            "kept_bytes": [int(kept_ages.get(i, (0, 0))[1]) for i in bins],
             "kept_note": KEPT_NOTE,
         },
         "largest": largest,
@@ -333,7 +342,7 @@ def _collect_trimmed(grouped: "DataFrame") -> dict[str, dict[str, Any]]:
 
 
 def _snapshot_figures(
-    spark: "SparkSession", rows: "DataFrame", total: Group, schema: str, now: datetime
+    spark: "SparkSession", rows: "DataFrame", total: Group, schema: str, now: datetime, kept_objects: "DataFrame | None" = None
 ) -> tuple[dict[str, Any], dict[int, tuple[int, int]]]:
     """(marked by branch as a listing, kept committed objects and bytes per age bin), in one
     Spark query of two parts: the snapshot's entries joined with the marked addresses and grouped
@@ -355,21 +364,26 @@ def _snapshot_figures(
     keyed = rows.select(
         F.xxhash64("address").alias("address_key"), F.col("size").alias("marked_size"), F.lit(True).alias("is_marked")
     )
-    # 1. every address of the snapshot once, with fixed-width aggregates only. Branch sets were
-    # once aggregated here too, as arrays beside every address, with every range's sets
-    # broadcast: on the 100,000-commit history (3,925 sets) the figures took 24.8 s, nearly all
-    # of it that one query.
-    per_address = (
-        entries.join(keyed, "address_key", "left")
-        .groupBy("address_key")
-        .agg(
-            F.max("is_marked").alias("is_marked"),
-            F.min("last_modified").alias("modified"),
-            F.max("size").alias("size"),
+    if kept_objects is not None:
+        # the job's models kept them (one row per kept object): no pass over the entries here
+        kept_rows = kept_objects.select(F.col("earliest_modified_at").alias("modified"), F.col("size_bytes").alias("size"))
+    else:
+        # 1. every address of the snapshot once, with fixed-width aggregates only. Branch sets
+        # were once aggregated here too, as arrays beside every address, with every range's sets
+        # broadcast: on the 100,000-commit history (3,925 sets) the figures took 24.8 s, nearly
+        # all of it that one query.
+        per_address = (
+            entries.join(keyed, "address_key", "left")
+            .groupBy("address_key")
+            .agg(
+                F.max("is_marked").alias("is_marked"),
+                F.min("last_modified").alias("modified"),
+                F.max("size").alias("size"),
+            )
         )
-    )
+        kept_rows = per_address.where(F.col("is_marked").isNull()).select("modified", "size")
     kept = (
-        per_address.where(F.col("is_marked").isNull())
+        kept_rows
         .select(age_bin(F.col("modified"), now).alias("bin"), F.coalesce(F.col("size"), F.lit(0)).alias("size"))
         .where(F.col("bin").isNotNull())
         .groupBy("bin")
@@ -415,7 +429,19 @@ def _snapshot_figures(
     )
     # 2. the marked addresses' entries only: the ranges holding them, and the branch sets of the
     # commits listing those ranges (never every range's sets)
-    marked_entries = entries.select("address_key", "range_id").join(keyed.select("address_key", "marked_size"), "address_key")
+    # read twice below (the holding ranges, then the sets per address): held in memory between
+    # the two (a few bytes a marked entry). The mart's own range_ids when it has them; else one
+    # scan of the snapshot's entries for the marked addresses'.
+    from pyspark import StorageLevel
+
+    if "range_ids" in rows.columns:
+        holders = rows.select(
+            F.xxhash64("address").alias("address_key"), F.explode("range_ids").alias("range_id"), F.col("size").alias("marked_size")
+        )
+    else:
+        holders = entries.select("address_key", "range_id").join(keyed.select("address_key", "marked_size"), "address_key")
+    marked_entries = holders.persist(StorageLevel.MEMORY_AND_DISK)
+    marked_entries.count()
     holding = marked_entries.select("range_id").distinct()
     # The metarange rows (2M on the 100,000-commit history) are streamed once and never shuffled:
     # narrowed to the holding ranges, then given their commits' sets, both sides broadcast (one
@@ -457,7 +483,9 @@ def _snapshot_figures(
     # combinations of sets -> (branches as a mask, whether a set no branch reaches is among them):
     # thousands of combinations on a long history fold into far fewer distinct unions
     by_union: dict[tuple[int, bool], Group] = {}
-    for row in combos.collect():
+    collected = combos.collect()
+    marked_entries.unpersist()
+    for row in collected:
         objects, size = int(row["objects"]), int(row["bytes"] or 0)
         if not row["marked"]:
             ages[int(row["bin"])] = (objects, size)
@@ -472,12 +500,21 @@ def _snapshot_figures(
             dangling = dangling or not set_mask
         by_union.setdefault((mask, dangling), Group()).add(objects, size)
     by_branch: dict[str, Group] = {}
+    # per branch bit, summed over the unions holding it: one pass over each union's set bits
+    # (10,000 branches and thousands of unions on a long history: no name tuple per union)
+    objects_by_bit = [0] * len(reach.branches)
+    bytes_by_bit = [0] * len(reach.branches)
     for (mask, dangling), group in by_union.items():
-        names = set(reach.names_of(mask))
         if dangling:
-            names.add(DANGLING)
-        for name in names or {NOT_IN_COMMIT}:
-            by_branch.setdefault(name, Group()).add(group.objects, group.bytes)
+            by_branch.setdefault(DANGLING, Group()).add(group.objects, group.bytes)
+        elif not mask:
+            by_branch.setdefault(NOT_IN_COMMIT, Group()).add(group.objects, group.bytes)
+        for bit in set_bits(mask):
+            objects_by_bit[bit] += group.objects
+            bytes_by_bit[bit] += group.bytes
+    for bit, name in enumerate(reach.branches):
+        if objects_by_bit[bit] or bytes_by_bit[bit]:
+            by_branch.setdefault(name, Group()).add(objects_by_bit[bit], bytes_by_bit[bit])
     # marked addresses no entry of the snapshot holds
     missing = Group(total.objects - found.objects, total.bytes - found.bytes)
     if missing.objects:

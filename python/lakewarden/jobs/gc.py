@@ -20,7 +20,7 @@ from lakewarden.snapshot import register_rows
 log = logging.getLogger(__name__)
 
 JOB = "gc-committed"
-MARK_MODELS = "+gc_marked_addresses +gc_commits"
+MARK_MODELS = "+gc_marked_addresses +gc_commits +gc_kept_addresses"
 COMMITS_MODELS = "+gc_commits"
 MARKS = "committed_gc_marks"  # state table (lakewarden.state_tables), kept across runs
 MARKED_COLUMNS = ("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "example_path", "path_count")
@@ -271,7 +271,12 @@ def kept_figures(
         shutil.copyfile(kept, report.directory / FIGURES)
         log.info("report figures kept with the mark for this clock are reused")
         return
-    written = write_figures(report.directory, context.spark, job=job, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
+    # the objects this run keeps, when its own build computed them (a reused mark did not)
+    built = context.models is not None and context.models.built("gc_kept_addresses")
+    written = write_figures(
+        report.directory, context.spark, job=job, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
+        kept=context.table("gc_kept_addresses") if built else None,
+    )
     if written is not None and Path(location).is_dir():
         try:
             temporary = Path(location) / f".{kept.name}.tmp"

@@ -183,17 +183,24 @@ def mark_unified(
         )
         # committed GC's commits (their state and reason) are what explain reads
         shutil.copyfile(directory / "committed" / "commits.csv", directory / "commits.csv")
-        committed_rows = context.spark.read.parquet(committed.location).select(
+        committed_mark = context.spark.read.parquet(committed.location)
+        # the ranges holding each committed object (the figures' branches); a mark kept by an
+        # earlier version has none: the figures then find them in the snapshot
+        committed_ranges = F.col("range_ids") if "range_ids" in committed_mark.columns else F.lit(None).cast("array<string>")
+        committed_rows = committed_mark.select(
             "address", "address_type", "physical_address", "size_bytes", "last_modified_at",
             F.lit(REASON_COMMITTED).alias("reason"), "example_path", F.lit(None).cast("string").alias("candidate_source"),
+            committed_ranges.alias("range_ids"),
         )
         uncommitted_rows = context.table("uncommitted_gc_marked_addresses").select(
             "address", "address_type", "physical_address", "size_bytes", "last_modified_at",
             F.lit(REASON_UNCOMMITTED).alias("reason"), F.lit(None).cast("string").alias("example_path"), "candidate_source",
+            F.lit(None).cast("array<string>").alias("range_ids"),
         )
         # disjoint by construction; were an address in both, it is listed once, as committed GC's
         marked = committed_rows.unionByName(
-            uncommitted_rows.join(committed_rows.select("physical_address"), "physical_address", "left_anti").select(*COLUMNS)
+            uncommitted_rows.join(committed_rows.select("physical_address"), "physical_address", "left_anti")
+            .select(*COLUMNS, "range_ids")
         ).cache()
         try:
             # per reason: the counts, and an order-free fingerprint of the addresses (figures key)
