@@ -54,7 +54,7 @@
     from {{ rule_contexts }}
 {%- endmacro %}
 
-{#- Every entry of `entries` (path, address, address_type, size_bytes, last_modified_at,
+{#- Every entry of `entries` (range_id, path, address, address_type, size_bytes, last_modified_at,
     branch_contexts) whose path some rule prefix matches, judged now and at last_deleted. A
     path no rule prefix matches can never be expired; (path, address) groups share the path, so
     dropping those entries cannot hide a veto from a group that could still qualify. -#}
@@ -62,6 +62,7 @@
     select
         {{ physical_address(entries ~ '.address', entries ~ '.address_type', repository ~ '.storage_namespace_root') }}
             as physical_address,
+        {{ entries }}.range_id,
         {{ entries }}.path,
         {{ entries }}.address,
         {{ entries }}.address_type,

@@ -1,17 +1,11 @@
 -- Step 4 of the design, second half: one row per (path, physical address) held by a range a
 -- potential commit lists, that the policy expires now in every branch context reaching it and
 -- that had not matched in the last deleting run (expired in every context at last_deleted).
--- Each entry is judged against the rules in one pass (the rules travel with every task as one
--- small array), then grouped by (path, address) with the union of the branch contexts of
--- every range holding it.
---
--- Only the ranges int_lifecycle__read_ranges reads are scanned in full: an entry of another
--- potential range is expired now exactly when it was at last_deleted, so it is never newly
--- expired itself. It can still take part in a group a read range makes newly expired (it may
--- veto it, or add rules and contexts), so for the paths of those groups, and only for them,
--- the entries of the other potential ranges are added before the groups are decided: the
--- result is the one a scan of every potential range gives. A run that reads no range plans
--- no scan at all (macro lifecycle_unless_no_range_read).
+-- Only the paths of newly expired entries can qualify (int_lifecycle__newly_expired_entries:
+-- such a group holds one), and each of those paths is judged over every potential range
+-- holding it (int_lifecycle__candidate_references), read or not: an entry of a range not read
+-- may veto its group, or add rules and contexts to it, so the groups and their rules are the
+-- ones a scan of every potential range gives.
 
 with
 
@@ -21,15 +15,16 @@ repository as (
 
 ),
 
-ranges as (
+candidate_references as (
 
-    select * from {{ ref('stg_lakefs__ranges') }}
+    select * from {{ ref('int_lifecycle__candidate_references') }}
+    {{- lifecycle_unless_no_range_read() }}
 
 ),
 
-read_ranges as (
+newly_expired_entries as (
 
-    select * from {{ ref('int_lifecycle__read_ranges') }}
+    select * from {{ ref('int_lifecycle__newly_expired_entries') }}
     {{- lifecycle_unless_no_range_read() }}
 
 ),
@@ -46,96 +41,40 @@ rule_list as (
 
 ),
 
-scanned_ranges as (
-
-    select
-        range_id,
-        branch_contexts
-    from read_ranges
-    where is_read
-
-),
-
-skipped_ranges as (
-
-    select
-        range_id,
-        branch_contexts
-    from read_ranges
-    where not is_read
-
-),
-
-scanned_entries as (
-
-    select
-        ranges.path,
-        ranges.address,
-        ranges.address_type,
-        ranges.size_bytes,
-        ranges.last_modified_at,
-        scanned_ranges.branch_contexts
-    from ranges
-    inner join scanned_ranges on ranges.range_id = scanned_ranges.range_id
-
-),
-
-judged_scanned_entries as (
-
-    {{ lifecycle_judged_entries('scanned_entries') }}
-
-),
-
-scanned_groups as (
-
-    {{ lifecycle_entry_groups('judged_scanned_entries') }}
-
-),
-
 candidate_paths as (
 
     select distinct path
-    from scanned_groups
-    where is_expired_now and not was_expired_last_run
+    from newly_expired_entries
 
 ),
 
-skipped_candidate_entries as (
+potential_entries as (
 
     select
-        ranges.path,
-        ranges.address,
-        ranges.address_type,
-        ranges.size_bytes,
-        ranges.last_modified_at,
-        skipped_ranges.branch_contexts
-    from ranges
-    inner join skipped_ranges on ranges.range_id = skipped_ranges.range_id
-    left semi join candidate_paths on ranges.path = candidate_paths.path
+        candidate_references.range_id,
+        candidate_references.path,
+        candidate_references.address,
+        candidate_references.address_type,
+        candidate_references.size_bytes,
+        candidate_references.last_modified_at,
+        candidate_references.branch_contexts
+    from candidate_references
+    left semi join candidate_paths on candidate_references.path = candidate_paths.path
+    where
+        candidate_references.reference_kind = 'committed'
+        and candidate_references.is_potential
 
 ),
 
-judged_skipped_entries as (
+judged_entries as (
 
-    {{ lifecycle_judged_entries('skipped_candidate_entries') }}
-
-),
-
-candidate_groups as (
-
-    select scanned_groups.*
-    from scanned_groups
-    left semi join candidate_paths on scanned_groups.path = candidate_paths.path
-
-    union all
-
-    {{ lifecycle_entry_groups('judged_skipped_entries') }}
+    {{ lifecycle_judged_entries('potential_entries') }}
 
 ),
 
 grouped as (
 
-    {{ lifecycle_entry_groups('candidate_groups') }}
+    {{ lifecycle_entry_groups('judged_entries') }}
 
 ),
 

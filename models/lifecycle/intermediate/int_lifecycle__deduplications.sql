@@ -2,40 +2,19 @@
 -- because something that should survive still references it: an entry, in any range of any
 -- commit (potential or not), whose path the policy does not expire in every branch context
 -- reaching it (no rule matches it there, or it is too young); an entry of a range no commit
--- lists (written by a commit in progress); or a staged entry on any branch.
+-- lists (written by a commit in progress); or a staged entry on any branch. Every such
+-- reference is among int_lifecycle__candidate_references (it holds every reference to an
+-- object a newly expired entry holds), compared here by full address.
 -- Judging every occurrence, not "any occurrence in a non-potential commit", is stricter than
 -- the design only in deleting what the design would keep for no reason; it keeps everything
 -- the design keeps for a reason.
 
 with
 
-repository as (
+candidate_references as (
 
-    select * from {{ ref('stg_lakefs__repository') }}
-
-),
-
-ranges as (
-
-    select * from {{ ref('stg_lakefs__ranges') }}
-
-),
-
-staged as (
-
-    select * from {{ ref('stg_lakefs__staged') }}
-
-),
-
-range_branches as (
-
-    select * from {{ ref('int_lifecycle__range_branches') }}
-
-),
-
-rule_contexts as (
-
-    select * from {{ ref('int_lifecycle__rule_contexts') }}
+    select * from {{ ref('int_lifecycle__candidate_references') }}
+    {{- lifecycle_unless_no_range_read() }}
 
 ),
 
@@ -43,6 +22,12 @@ addresses_to_remove as (
 
     select * from {{ ref('int_lifecycle__addresses_to_remove') }}
     {{- lifecycle_unless_no_range_read() }}
+
+),
+
+rule_contexts as (
+
+    select * from {{ ref('int_lifecycle__rule_contexts') }}
 
 ),
 
@@ -59,30 +44,11 @@ candidate_addresses as (
 
 ),
 
-located_entries as (
-
-    select
-        {{ physical_address('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }}
-            as physical_address,
-        ranges.range_id,
-        ranges.path,
-        ranges.last_modified_at
-    from ranges
-    cross join repository
-
-),
-
 occurrences as (
 
-    select
-        located_entries.physical_address,
-        located_entries.path,
-        located_entries.last_modified_at,
-        range_branches.range_id is not null as is_listed,
-        range_branches.branch_contexts
-    from located_entries
-    inner join candidate_addresses on located_entries.physical_address = candidate_addresses.physical_address
-    left join range_branches on located_entries.range_id = range_branches.range_id
+    select candidate_references.*
+    from candidate_references
+    left semi join candidate_addresses on candidate_references.physical_address = candidate_addresses.physical_address
 
 ),
 
@@ -99,23 +65,22 @@ surviving_paths as (
     from occurrences
     cross join rule_list
     where
-        not occurrences.is_listed
-        or not {{ lifecycle_expired_everywhere('occurrences.path', 'occurrences.last_modified_at', 'occurrences.branch_contexts', 'rule_list.rules') }}
+        occurrences.reference_kind = 'committed'
+        and (
+            not occurrences.is_listed
+            or not {{ lifecycle_expired_everywhere('occurrences.path', 'occurrences.last_modified_at', 'occurrences.branch_contexts', 'rule_list.rules') }}
+        )
 
 ),
 
 staged_references as (
 
     select
-        candidate_addresses.physical_address,
-        staged.path,
-        coalesce(concat('staged on branch ', staged.branch_id), 'staged (lakeFS uncommitted listing)') as kept_reason
-    from staged
-    cross join repository
-    inner join candidate_addresses
-        on
-            {{ physical_address('staged.address', 'staged.address_type', 'repository.storage_namespace_root') }}
-            = candidate_addresses.physical_address
+        occurrences.physical_address,
+        occurrences.path,
+        coalesce(concat('staged on branch ', occurrences.branch_id), 'staged (lakeFS uncommitted listing)') as kept_reason
+    from occurrences
+    where occurrences.reference_kind = 'staged'
 
 ),
 

@@ -1,8 +1,9 @@
 -- One row per address marked in a lifecycle run: the policy expires every path referencing it
 -- in every branch context that reaches it, at least one of those paths newly (since the last
 -- deleting run), nothing that should survive references it (int_lifecycle__deduplications), it
--- lies inside the storage namespace and not under _lakefs/. The report's addresses.csv and the
--- lakeFS-style output under _lakefs/retention/lc/addresses are this table.
+-- lies inside the storage namespace and not under _lakefs/; with the ranges holding it (the
+-- report draws its branches from them). The report's addresses.csv and the lakeFS-style output
+-- under _lakefs/retention/lc/addresses are this table.
 
 with
 
@@ -22,6 +23,13 @@ addresses_to_remove as (
 deduplications as (
 
     select * from {{ ref('int_lifecycle__deduplications') }}
+
+),
+
+candidate_references as (
+
+    select * from {{ ref('int_lifecycle__candidate_references') }}
+    {{- lifecycle_unless_no_range_read() }}
 
 ),
 
@@ -51,20 +59,34 @@ marked as (
 
 ),
 
+holding_ranges as (
+
+    select
+        candidate_references.physical_address,
+        array_sort(collect_set(candidate_references.range_id)) as range_ids
+    from candidate_references
+    left semi join marked on candidate_references.physical_address = marked.physical_address
+    where candidate_references.reference_kind = 'committed'
+    group by candidate_references.physical_address
+
+),
+
 final as (
 
     select
         cast('{{ var("run_id") }}' as string) as run_id,
-        address,
-        address_type,
-        physical_address,
-        size_bytes,
-        last_modified_at,
-        paths,
-        size(paths) as path_count,
-        matched_rules,
-        matched_rule_contexts
+        marked.address,
+        marked.address_type,
+        marked.physical_address,
+        marked.size_bytes,
+        marked.last_modified_at,
+        marked.paths,
+        size(marked.paths) as path_count,
+        marked.matched_rules,
+        marked.matched_rule_contexts,
+        holding_ranges.range_ids
     from marked
+    left join holding_ranges on marked.physical_address = holding_ranges.physical_address
 
 )
 

@@ -1,0 +1,154 @@
+-- Every reference the decisions after step 4 need, found in one pass over the entries: one
+-- row per entry of any range (listed by a commit or not) whose path is the path of a newly
+-- expired entry (its (path, address) group is judged over every potential range) or whose
+-- object shares a 64-bit key with a newly expired entry's object (every reference to a
+-- candidate object decides whether it survives), and one row per staged entry sharing such a
+-- key. Both small sides go to every task (a broadcast while they fit): the entries are read
+-- once and never moved. A key shared by a collision only adds a reference the later steps
+-- compare by full address. With each committed entry: whether a commit lists its range, whether a
+-- potential commit does, and the branch contexts of the commits that do
+-- (int_lifecycle__range_branches).
+
+with
+
+repository as (
+
+    select * from {{ ref('stg_lakefs__repository') }}
+
+),
+
+ranges as (
+
+    select * from {{ ref('stg_lakefs__ranges') }}
+    {{- lifecycle_unless_no_range_read() }}
+
+),
+
+staged as (
+
+    select * from {{ ref('stg_lakefs__staged') }}
+    {{- lifecycle_unless_no_range_read() }}
+
+),
+
+range_branches as (
+
+    select * from {{ ref('int_lifecycle__range_branches') }}
+
+),
+
+newly_expired_entries as (
+
+    select * from {{ ref('int_lifecycle__newly_expired_entries') }}
+    {{- lifecycle_unless_no_range_read() }}
+
+),
+
+candidate_paths as (
+
+    select distinct path
+    from newly_expired_entries
+
+),
+
+candidate_keys as (
+
+    select distinct address_key
+    from newly_expired_entries
+
+),
+
+located_entries as (
+
+    select
+        ranges.range_id,
+        ranges.path,
+        ranges.address,
+        ranges.address_type,
+        ranges.size_bytes,
+        ranges.last_modified_at,
+        {{ physical_address('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }}
+            as physical_address
+    from ranges
+    cross join repository
+
+),
+
+keyed_entries as (
+
+    select
+        *,
+        xxhash64(physical_address) as address_key
+    from located_entries
+
+),
+
+committed_references as (
+
+    select
+        'committed' as reference_kind,
+        keyed_entries.range_id,
+        cast(null as string) as branch_id,
+        keyed_entries.path,
+        keyed_entries.address,
+        keyed_entries.address_type,
+        keyed_entries.physical_address,
+        keyed_entries.address_key,
+        keyed_entries.size_bytes,
+        keyed_entries.last_modified_at,
+        range_branches.range_id is not null as is_listed,
+        coalesce(range_branches.is_potential, false) as is_potential,
+        range_branches.branch_contexts
+    from keyed_entries
+    left join range_branches on keyed_entries.range_id = range_branches.range_id
+    where
+        keyed_entries.path in (select candidate_paths.path from candidate_paths)
+        or keyed_entries.address_key in (select candidate_keys.address_key from candidate_keys)
+
+),
+
+keyed_staged as (
+
+    select
+        staged.branch_id,
+        staged.path,
+        staged.address,
+        staged.address_type,
+        staged.last_modified_at,
+        {{ physical_address('staged.address', 'staged.address_type', 'repository.storage_namespace_root') }}
+            as physical_address
+    from staged
+    cross join repository
+
+),
+
+staged_references as (
+
+    select
+        'staged' as reference_kind,
+        cast(null as string) as range_id,
+        keyed_staged.branch_id,
+        keyed_staged.path,
+        keyed_staged.address,
+        keyed_staged.address_type,
+        keyed_staged.physical_address,
+        xxhash64(keyed_staged.physical_address) as address_key,
+        cast(null as bigint) as size_bytes,
+        keyed_staged.last_modified_at,
+        false as is_listed,
+        false as is_potential,
+        cast(null as array<string>) as branch_contexts
+    from keyed_staged
+    left semi join candidate_keys on xxhash64(keyed_staged.physical_address) = candidate_keys.address_key
+
+),
+
+final as (
+
+    select * from committed_references
+    union all
+    select * from staged_references
+
+)
+
+select * from final

@@ -1,0 +1,87 @@
+-- Step 4 of the design, first pass: one row per entry of a range this run reads
+-- (int_lifecycle__read_ranges) that the policy expires now in every branch context reaching
+-- the range and did not at last_deleted. Only such an entry can make a (path, address) group
+-- newly expired: a group is expired now when all its entries are and was not when one of them
+-- was not, so that one entry is newly expired by itself. Its path and its object are what the
+-- later steps look up (int_lifecycle__candidate_references); every other entry of a read range
+-- is dropped here, so what an incremental run carries on is sized by what changed, not by
+-- the ranges it read. A run that reads no range plans no scan (macro
+-- lifecycle_unless_no_range_read).
+
+with
+
+repository as (
+
+    select * from {{ ref('stg_lakefs__repository') }}
+
+),
+
+ranges as (
+
+    select * from {{ ref('stg_lakefs__ranges') }}
+
+),
+
+read_ranges as (
+
+    select * from {{ ref('int_lifecycle__read_ranges') }}
+    {{- lifecycle_unless_no_range_read() }}
+
+),
+
+rule_contexts as (
+
+    select * from {{ ref('int_lifecycle__rule_contexts') }}
+
+),
+
+rule_list as (
+
+    {{ lifecycle_rule_list('rule_contexts') }}
+
+),
+
+scanned_ranges as (
+
+    select
+        range_id,
+        branch_contexts
+    from read_ranges
+    where is_read
+
+),
+
+scanned_entries as (
+
+    select
+        ranges.range_id,
+        ranges.path,
+        ranges.address,
+        ranges.address_type,
+        ranges.size_bytes,
+        ranges.last_modified_at,
+        scanned_ranges.branch_contexts
+    from ranges
+    inner join scanned_ranges on ranges.range_id = scanned_ranges.range_id
+
+),
+
+judged_entries as (
+
+    {{ lifecycle_judged_entries('scanned_entries') }}
+
+),
+
+final as (
+
+    select
+        range_id,
+        path,
+        physical_address,
+        xxhash64(physical_address) as address_key
+    from judged_entries
+    where is_expired_now and not was_expired_last_run
+
+)
+
+select * from final
