@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 ROOTS = ("s3://bucket/ns", "file:///tmp/lake/ns", "s3://bucket", "gs://b/a.b/ns")
 
