@@ -48,3 +48,30 @@
         )
     )
 {%- endmacro %}
+
+{#- A 64-bit key of the object an entry's address names, equal for every spelling of one object
+    (RELATIVE or FULL, doubled slashes, s3a://): xxhash64 of the address relative to the
+    namespace root when the object is inside the namespace, else of its normalised absolute URI.
+    A RELATIVE address without a leading or doubled slash (nearly all of them) is already that
+    relative form, so it is hashed as it is: no absolute URI is built for it, which in a pass
+    over every entry is most of the cost of a key (7.16M entries: 3.7 s against 1.8 s).
+    Equal objects have equal keys; two objects sharing a key (a collision) are taken for one
+    by whatever the key narrows, so every decision a key makes keeps an object, never deletes it. -#}
+{% macro address_key(address, address_type, namespace_root) -%}
+    case
+        when upper({{ address_type }}) != 'FULL' and not startswith({{ address }}, '/') and not contains({{ address }}, '//')
+            then xxhash64({{ address }})
+        else {{ physical_key(physical_address(address, address_type, namespace_root), namespace_root) }}
+    end
+{%- endmacro %}
+
+{#- address_key of an object given by its normalised absolute URI (physical_address's value). -#}
+{% macro physical_key(physical, namespace_root) -%}
+    xxhash64(
+        case
+            when startswith({{ physical }}, concat({{ namespace_root }}, '/'))
+                then substr({{ physical }}, length({{ namespace_root }}) + 2)
+            else {{ physical }}
+        end
+    )
+{%- endmacro %}

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -323,6 +324,11 @@ class ModelRunner:
     def _sql(self, statement: str, node: CompiledNode) -> Any:
         self.statements += 1
         try:
+            if "lakewarden range list" in statement:
+                self.statements += len(RANGE_LIST.findall(statement))  # each list is a query of its own
+                statement, lists = with_range_lists(self.spark, statement)
+                if lists:
+                    log.debug("%s %s: %d range list(s) as literals", node.resource_type, node.name, lists)
             return self.spark.sql(statement)
         except Exception as exc:  # noqa: BLE001 - Spark's analysis and runtime errors alike
             raise ModelFailed(f"{node.resource_type} {node.name} failed: {_first_line(exc)}") from exc
@@ -401,6 +407,34 @@ class ModelRunner:
             log.warning("%s", message)
             return message
         return None
+
+
+#: how macros/range_list.sql marks a subquery selecting range ids
+RANGE_LIST = re.compile(r"/\* lakewarden range list \*/(?P<query>.*?)/\* end of lakewarden range list \*/", re.DOTALL)
+#: at most this many ids go into a statement as literals; a longer list stays the subquery
+RANGE_LIST_LIMIT = 5000
+
+
+def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIST_LIMIT) -> tuple[str, int]:
+    """``code`` with each range-list subquery (macros/range_list.sql) replaced by the ids it
+    selects, as literals, when they are at most ``limit`` (none: a null, which selects no row);
+    and how many lists were replaced. A longer list keeps its subquery: the same ranges, only
+    without the Parquet reader's skipping. Each subquery reads tables this build made already
+    (the node's parents) and returns range ids, never addresses."""
+    from lakewarden.snapshot import sql_string
+
+    replaced = 0
+
+    def literal(match: "re.Match[str]") -> str:
+        nonlocal replaced
+        rows = spark.sql(f"select distinct * from ({match.group('query')}) range_list limit {limit + 1}").collect()
+        if len(rows) > limit:
+            return match.group(0)
+        replaced += 1
+        ids = sorted(row[0] for row in rows if row[0] is not None)
+        return ", ".join(sql_string(range_id) for range_id in ids) if ids else "cast(null as string)"
+
+    return RANGE_LIST.sub(literal, code), replaced
 
 
 def _first_line(exc: BaseException) -> str:

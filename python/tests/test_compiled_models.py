@@ -16,6 +16,7 @@ from lakewarden.compiled_models import (
     _compiled,
     _in_dependency_order,
     compile_selection,
+    with_range_lists,
 )
 from lakewarden.project import compile_nodes, dbt_location, parsed_manifest
 
@@ -148,6 +149,26 @@ def test_a_failing_safety_test_fails_the_build_and_a_warning_one_does_not(spark)
     assert runner.build([rows, warning]).warnings == ("test finds_rows_warn: 3 rows",)
     threshold = _node("finds_many", "select * from runner_test.rows3", kind="test", error_if="> 5", warn_if="> 5")
     assert runner.build([rows, threshold]).warnings == ()
+
+
+def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark):
+    spark.sql("select concat('r', cast(id % 4 as string)) as range_id from range(40)").createOrReplaceTempView("range_list_ids")
+    code = (
+        "select id from range(3) where cast(id as string) in "
+        "(/* lakewarden range list */ select range_id from range_list_ids where range_id < 'r2' /* end of lakewarden range list */)"
+    )
+    replaced, count = with_range_lists(spark, code)
+    assert count == 1
+    assert "in ('r0', 'r1')" in replaced and "range_list_ids" not in replaced
+
+    # more ids than the limit: the subquery stays as written (same ranges, no literals)
+    kept, count = with_range_lists(spark, code.replace("where range_id < 'r2'", ""), limit=3)
+    assert count == 0 and kept == code.replace("where range_id < 'r2'", "")
+
+    # no id at all: a null, which no range_id equals, so the statement selects nothing
+    empty, count = with_range_lists(spark, code.replace("'r2'", "'a'"))
+    assert count == 1 and "in (cast(null as string))" in empty
+    assert spark.sql(empty).count() == 0
 
 
 def test_a_broken_model_is_one_line_naming_it(spark):

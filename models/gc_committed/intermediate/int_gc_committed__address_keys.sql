@@ -1,4 +1,4 @@
--- One row per object the snapshot references, by a 64-bit key of its normalised address: every
+-- One row per object the snapshot references, by a 64-bit key of its address (macro address_key): every
 -- entry of every range and every staged entry, in ONE pass (an aggregate of fixed-width values
 -- keyed by the address's xxhash64, never a shuffle of the addresses themselves). It tells the
 -- mark which candidates a live reference rescues and gives the report the ages of the objects
@@ -75,9 +75,8 @@ all_references as (
 keyed as (
 
     select
-        xxhash64(
-            {{ physical_address('all_references.address', 'all_references.address_type', 'repository.storage_namespace_root') }}
-        ) as address_key,
+        {{ address_key('all_references.address', 'all_references.address_type', 'repository.storage_namespace_root') }}
+            as address_key,
         all_references.is_live,
         all_references.is_expired,
         all_references.is_committed,

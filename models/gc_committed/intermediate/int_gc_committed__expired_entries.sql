@@ -35,6 +35,8 @@ expired_range_entries as (
     select ranges.*
     from ranges
     left semi join expired_ranges on ranges.range_id = expired_ranges.range_id
+    -- the same ranges again, as a list the Parquet reader can skip the others' files and row groups by
+    where ranges.range_id in ({{ range_list("select range_id from " ~ ref('int_gc_committed__range_liveness') ~ " where not is_live") }})
 
 ),
 
@@ -65,7 +67,7 @@ final as (
         size_bytes,
         last_modified_at,
         physical_address,
-        xxhash64(physical_address) as address_key,
+        {{ physical_key('physical_address', 'storage_namespace_root') }} as address_key,
         {{ is_deletable_address('physical_address', 'storage_namespace_root') }} as is_inside_namespace
     from located
 

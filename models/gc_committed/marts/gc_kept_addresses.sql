@@ -1,11 +1,17 @@
 -- One row per committed object a committed GC run keeps (grain: address_key, the 64-bit key of
--- its normalised address): every object some range entry references that the run does not
+-- its address: macro address_key): every object some range entry references that the run does not
 -- mark, with the age of its earliest entry and its size. The report's "kept" ages are drawn
 -- from it, so they need no second pass over the entries. A view: read once, by the report.
 
 {{ config(materialized='view') }}
 
 with
+
+repository as (
+
+    select * from {{ ref('stg_lakefs__repository') }}
+
+),
 
 address_keys as (
 
@@ -21,8 +27,9 @@ marked as (
 
 marked_keys as (
 
-    select xxhash64(physical_address) as address_key
+    select {{ physical_key('marked.physical_address', 'repository.storage_namespace_root') }} as address_key
     from marked
+    cross join repository
 
 ),
 

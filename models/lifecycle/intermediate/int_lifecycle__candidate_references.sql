@@ -77,9 +77,11 @@ located_entries as (
 keyed_entries as (
 
     select
-        *,
-        xxhash64(physical_address) as address_key
+        located_entries.*,
+        {{ address_key('located_entries.address', 'located_entries.address_type', 'repository.storage_namespace_root') }}
+            as address_key
     from located_entries
+    cross join repository
 
 ),
 
@@ -116,7 +118,9 @@ keyed_staged as (
         staged.address_type,
         staged.last_modified_at,
         {{ physical_address('staged.address', 'staged.address_type', 'repository.storage_namespace_root') }}
-            as physical_address
+            as physical_address,
+        {{ address_key('staged.address', 'staged.address_type', 'repository.storage_namespace_root') }}
+            as address_key
     from staged
     cross join repository
 
@@ -132,14 +136,14 @@ staged_references as (
         keyed_staged.address,
         keyed_staged.address_type,
         keyed_staged.physical_address,
-        xxhash64(keyed_staged.physical_address) as address_key,
+        keyed_staged.address_key,
         cast(null as bigint) as size_bytes,
         keyed_staged.last_modified_at,
         false as is_listed,
         false as is_potential,
         cast(null as array<string>) as branch_contexts
     from keyed_staged
-    left semi join candidate_keys on xxhash64(keyed_staged.physical_address) = candidate_keys.address_key
+    left semi join candidate_keys on keyed_staged.address_key = candidate_keys.address_key
 
 ),
 

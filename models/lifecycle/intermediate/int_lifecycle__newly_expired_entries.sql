@@ -63,6 +63,8 @@ scanned_entries as (
         scanned_ranges.branch_contexts
     from ranges
     inner join scanned_ranges on ranges.range_id = scanned_ranges.range_id
+    -- the same ranges again, as a list the Parquet reader can skip the others' files and row groups by
+    where ranges.range_id in ({{ range_list("select range_id from " ~ ref('int_lifecycle__read_ranges') ~ " where is_read") }})
 
 ),
 
@@ -75,12 +77,13 @@ judged_entries as (
 final as (
 
     select
-        range_id,
-        path,
-        physical_address,
-        xxhash64(physical_address) as address_key
+        judged_entries.range_id,
+        judged_entries.path,
+        judged_entries.physical_address,
+        {{ physical_key('judged_entries.physical_address', 'repository.storage_namespace_root') }} as address_key
     from judged_entries
-    where is_expired_now and not was_expired_last_run
+    cross join repository
+    where judged_entries.is_expired_now and not judged_entries.was_expired_last_run
 
 )
 
