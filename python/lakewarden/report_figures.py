@@ -171,6 +171,8 @@ def write_figures(
     snapshot_schema: str,
     now: datetime,
     kept: "DataFrame | None" = None,
+    kept_note: str | None = None,
+    on_commits: bool = True,
 ) -> Path | None:
     """Compute the page's figures of ``marked`` (the job's marked-addresses mart, as it is)
     and write ``report_dir/figures.json``; never raises (logs and returns None).
@@ -178,6 +180,11 @@ def write_figures(
     ``kept``: the objects the run keeps, one row per object (``earliest_modified_at``,
     ``size_bytes``), when the job's models already computed them (committed GC's
     ``gc_kept_addresses``); without it the kept ages take one pass over every entry here.
+    ``kept_note`` says what ``kept`` holds when it is not the committed objects.
+
+    ``on_commits=False``: the marked objects are on no commit (uncommitted GC marks only
+    objects no range lists): all of them count under :data:`NOT_IN_COMMIT`, as tracing them
+    would find, and no entry is read for it.
 
     ``job`` selects how a row says why it is marked and what its logical path is (the three
     marts differ: committed GC has ``example_path``; lifecycle ``paths`` and
@@ -185,7 +192,10 @@ def write_figures(
     holds the snapshot's ``ranges``, ``metaranges``, ``commits`` and ``branches`` tables."""
     try:
         started = time.monotonic()
-        document = compute_figures(spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now, kept=kept)
+        document = compute_figures(
+            spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now, kept=kept, kept_note=kept_note,
+            on_commits=on_commits,
+        )
         document["seconds"] = round(time.monotonic() - started, 3)
         from lakewarden.report import write_json_atomic
 
@@ -251,7 +261,15 @@ def age_bin(moment: "Column", now: datetime) -> "Column":
 
 
 def compute_figures(
-    spark: "SparkSession", *, job: str, marked: "DataFrame", snapshot_schema: str, now: datetime, kept: "DataFrame | None" = None
+    spark: "SparkSession",
+    *,
+    job: str,
+    marked: "DataFrame",
+    snapshot_schema: str,
+    now: datetime,
+    kept: "DataFrame | None" = None,
+    kept_note: str | None = None,
+    on_commits: bool = True,
 ) -> dict[str, Any]:
     """The figures as a JSON document (Spark: two passes over ``marked``, one join of the
     snapshot's ranges with it for branches and kept ages)."""
@@ -288,9 +306,13 @@ def compute_figures(
         for r in rows.orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST).collect()
     ]
     total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
+    marked_total = Group(int(total[0]["objects"]), int(total[0]["bytes"]))
     branches, kept_ages = _snapshot_figures(
-        spark, rows, Group(int(total[0]["objects"]), int(total[0]["bytes"])), snapshot_schema, now, kept
+        spark, rows, marked_total if on_commits else Group(0, 0), snapshot_schema, now, kept
     )
+    if not on_commits and marked_total.objects:
+        # what tracing them would find, without reading an entry: no commit holds any of them
+        branches = _trim({NOT_IN_COMMIT: marked_total})
     ages_marked = {int(g["name"]): g for g in marked_groups.get("age", {}).get("groups", [])}
     bins = range(len(AGE_BINS_DAYS))
     return {
@@ -308,7 +330,7 @@ def compute_figures(
             "marked_bytes": [int(ages_marked.get(i, {}).get("bytes", 0)) for i in bins],
             "kept_objects": [int(kept_ages.get(i, (0, 0))[0]) for i in bins],
             "kept_bytes": [int(kept_ages.get(i, (0, 0))[1]) for i in bins],
-            "kept_note": KEPT_NOTE,
+            "kept_note": kept_note or KEPT_NOTE,
         },
         "largest": largest,
     }
@@ -353,14 +375,15 @@ def _snapshot_figures(
     branches: exact, without an (address x branch) table."""
     from pyspark.sql import functions as F
 
-    commits = spark.table(f"{schema}.commits")
     # Addresses are grouped by a 64-bit hash of their text: the shuffle moves 8 bytes a row instead
     # of the address (measured 30-50% faster). Two addresses sharing a hash (odds ~1e-6 at 8M
     # distinct addresses) would count as one object in these figures; they are a view of the
     # run, never an input to what is marked or deleted.
-    entries = spark.table(f"{schema}.ranges").select(
-        "range_id", F.xxhash64("address").alias("address_key"), "last_modified", "size"
-    )
+    def entries() -> "DataFrame":  # the snapshot's entries, read only where a figure needs them
+        return spark.table(f"{schema}.ranges").select(
+            "range_id", F.xxhash64("address").alias("address_key"), "last_modified", "size"
+        )
+
     keyed = rows.select(
         F.xxhash64("address").alias("address_key"), F.col("size").alias("marked_size"), F.lit(True).alias("is_marked")
     )
@@ -373,7 +396,7 @@ def _snapshot_figures(
         # broadcast: on the 100,000-commit history (3,925 sets) the figures took 24.8 s, nearly
         # all of it that one query.
         per_address = (
-            entries.join(keyed, "address_key", "left")
+            entries().join(keyed, "address_key", "left")
             .groupBy("address_key")
             .agg(
                 F.max("is_marked").alias("is_marked"),
@@ -395,6 +418,7 @@ def _snapshot_figures(
         return _trim({}), {int(row["bin"]): (int(row["objects"]), int(row["bytes"] or 0)) for row in kept.collect()}
     from lakewarden.dbt_python import load_graph
 
+    commits = spark.table(f"{schema}.commits")
     graph = load_graph(
         commits.select(
             "commit_id",
@@ -439,7 +463,7 @@ def _snapshot_figures(
             F.xxhash64("address").alias("address_key"), F.explode("range_ids").alias("range_id"), F.col("size").alias("marked_size")
         )
     else:
-        holders = entries.select("address_key", "range_id").join(keyed.select("address_key", "marked_size"), "address_key")
+        holders = entries().select("address_key", "range_id").join(keyed.select("address_key", "marked_size"), "address_key")
     marked_entries = holders.persist(StorageLevel.MEMORY_AND_DISK)
     marked_entries.count()
     holding = marked_entries.select("range_id").distinct()

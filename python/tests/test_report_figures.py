@@ -123,6 +123,37 @@ def test_nothing_marked_draws_every_object_as_kept_and_traces_no_branch(spark, s
     assert kept_ages == [(1, 100), (1, 200), (1, 300), (0, 0), (1, 400), (0, 0), (0, 0), (0, 0), (1, 500), (0, 0)]
 
 
+def test_uncommitted_objects_trace_no_commit_and_their_kept_ages_are_the_runs_own(
+    spark, snapshot: str, tmp_path: Path, monkeypatch
+) -> None:
+    """Uncommitted GC marks objects no range lists: the page shows no branch and neither loads
+    the commit graph nor reads the snapshot's entries; its kept ages are the objects the run
+    considered and kept (given by the job), with the job's note."""
+    import lakewarden.dbt_python as dbt_python
+
+    def no_graph(*_args, **_kwargs):
+        raise AssertionError("the commit graph was loaded for uncommitted objects")
+
+    monkeypatch.setattr(dbt_python, "load_graph", no_graph)
+    marked = spark.createDataFrame(
+        [("u1", 70, NOW - timedelta(days=2), "storage_inventory")],
+        "address string, size_bytes long, last_modified_at timestamp, candidate_source string",
+    )
+    kept = spark.createDataFrame(
+        [(NOW - timedelta(hours=2), 5), (NOW - timedelta(days=400), 9)], "earliest_modified_at timestamp, size_bytes long"
+    )
+    write_figures(
+        tmp_path, spark, job="gc-uncommitted", marked=marked, snapshot_schema="no_such_schema", now=NOW, kept=kept,
+        kept_note="kept: the run's own", on_commits=False,
+    )
+    figures = read_figures(tmp_path)
+    assert figures is not None
+    assert figures.total == Group(1, 70)
+    assert figures.by_branch.groups == {NOT_IN_COMMIT: Group(1, 70)}
+    assert figures.kept_note == "kept: the run's own"
+    assert [(g.objects, g.bytes) for g in figures.ages_kept] == [(1, 5)] + [(0, 0)] * 7 + [(1, 9), (0, 0)]
+
+
 def test_lifecycle_figures_count_each_rule_and_fold_small_groups(spark, snapshot: str, tmp_path: Path, monkeypatch) -> None:
     import lakewarden.report_figures as figures_module
 

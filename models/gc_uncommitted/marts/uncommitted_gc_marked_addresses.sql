@@ -38,20 +38,49 @@ candidates as (
 ),
 
 -- An optimized run subtracts only the ranges it had not read before and trusts storage times to
--- tell new objects from old ones; an object rewritten in place (same key, later LastModified)
--- that an old range references would pass for new. So every candidate is checked once more
--- against every committed entry: one scan of the entries' addresses against the candidates.
+-- tell new objects from old ones. An object written after the previous run's cutoff can still be
+-- referenced by a range read before: rewritten in place (same key, later LastModified), or
+-- linked by an entry before it was uploaded. So each candidate written since is checked once
+-- more against every committed entry. Only those: an object of the previous uncommitted
+-- inventory (not rewritten since, or it would be one written since) was referenced by no range
+-- read before, and ranges never change. The entries are met by a 64-bit key of their address
+-- (no absolute URI built per entry), then compared by address, so the check is exact; with no
+-- candidate written since (a no-op run) the empty side ends the join before any entry is read.
 -- A clean run subtracted every range already.
-committed_candidates as (
+written_since as (
 
-    select distinct candidates.physical_address
+    select
+        candidates.physical_address,
+        candidates.compared_address,
+        {{ physical_key('candidates.compared_address', 'repository.storage_namespace_root') }} as address_key
+    from candidates
+    cross join repository
+    where
+        {{ 'true' if optimized else 'false' }}
+        and candidates.candidate_source = 'created_since_previous_run'
+
+),
+
+entry_keys as (
+
+    select
+        ranges.address,
+        ranges.address_type,
+        {{ address_key('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }} as address_key
     from ranges
     cross join repository
-    inner join candidates
-        on
-            {{ physical_address('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }}
-            = candidates.compared_address
-    where {{ 'true' if optimized else 'false' }}
+
+),
+
+committed_candidates as (
+
+    select distinct written_since.physical_address
+    from entry_keys
+    cross join repository
+    inner join written_since on entry_keys.address_key = written_since.address_key
+    where
+        {{ physical_address('entry_keys.address', 'entry_keys.address_type', 'repository.storage_namespace_root') }}
+        = written_since.compared_address
 
 ),
 

@@ -59,6 +59,11 @@ RUNS = "uncommitted_gc_runs"  # a state table (lakewarden.state_tables), kept ac
 RUNS_TABLE = qualified(RUNS)
 PREVIOUS_INVENTORY_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_inventory"
 PREVIOUS_RANGES_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_ranges"
+#: what the page's "kept" ages count for this job
+KEPT_UNCOMMITTED_NOTE = (
+    "kept: uncommitted objects this run considered and keeps (staged, younger than --min-age, or not deletable); "
+    "committed objects are always kept and not counted here"
+)
 STORAGE_TABLE = f"{SNAPSHOT_SCHEMA}.storage_inventory"
 INVENTORY_DDL = "physical_address string, size bigint, last_modified timestamp"
 RANGES_DDL = "range_id string"
@@ -322,7 +327,18 @@ def mark_uncommitted(
             marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "candidate_source")
         )
         if figures:
-            write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
+            # kept: the uncommitted objects this run considered and keeps (staged, younger than
+            # --min-age, or not deletable); the committed ones are kept by definition and not
+            # read again for a figure. Marked objects are on no commit: no branch to trace.
+            kept = (
+                context.table("uncommitted_gc_inventory")
+                .join(marked.select("physical_address"), "physical_address", "left_anti")
+                .select(F.col("last_modified_at").alias("earliest_modified_at"), "size_bytes")
+            )
+            write_figures(
+                report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
+                kept=kept, kept_note=KEPT_UNCOMMITTED_NOTE, on_commits=False,
+            )
         phase("report")
         # lakeFS-style outputs: the uncommitted inventory file, the ranges read, what was marked
         inventory_dir = output_dir / "uncommitted"
