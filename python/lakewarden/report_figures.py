@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from lakewarden.commit_graph import DANGLING, set_bits
 from lakewarden.errors import error_line
@@ -170,7 +170,7 @@ def write_figures(
     marked: "DataFrame",
     snapshot_schema: str,
     now: datetime,
-    kept: "DataFrame | None" = None,
+    kept: "DataFrame | Callable[[], DataFrame] | None" = None,
     kept_note: str | None = None,
     on_commits: bool = True,
 ) -> Path | None:
@@ -180,7 +180,8 @@ def write_figures(
     ``kept``: the objects the run keeps, one row per object (``earliest_modified_at``,
     ``size_bytes``), when the job's models already computed them (committed GC's
     ``gc_kept_addresses``); without it the kept ages take one pass over every entry here.
-    ``kept_note`` says what ``kept`` holds when it is not the committed objects.
+    ``kept_note`` says what ``kept`` holds when it is not the committed objects; ``kept`` may be
+    a function giving it (called here, so a failure to compute it is the figures' alone).
 
     ``on_commits=False``: the marked objects are on no commit (uncommitted GC marks only
     objects no range lists): all of them count under :data:`NOT_IN_COMMIT`, as tracing them
@@ -192,6 +193,8 @@ def write_figures(
     holds the snapshot's ``ranges``, ``metaranges``, ``commits`` and ``branches`` tables."""
     try:
         started = time.monotonic()
+        if callable(kept):
+            kept = kept()
         document = compute_figures(
             spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now, kept=kept, kept_note=kept_note,
             on_commits=on_commits,
@@ -207,6 +210,38 @@ def write_figures(
         log.warning("figures.json not written in %s: %s", report_dir, error_line(exc))
         log.debug("figures failure", exc_info=True)
         return None
+
+
+READ_RANGES_KEPT_NOTE = (
+    "kept: distinct addresses of the ranges this run read that it does not mark (age of their earliest entry); "
+    "ranges it did not read are not counted"
+)
+
+
+def kept_in_ranges(spark: "SparkSession", snapshot_schema: str, range_ids: "DataFrame", marked: "DataFrame") -> "DataFrame":
+    """The objects of the ranges ``range_ids`` (one ``range_id`` column) that ``marked`` does not
+    hold, one row per address (``earliest_modified_at``, ``size_bytes``): the ``kept`` of a job
+    that reads only some ranges (lifecycle), so its figures read those and no others. A few
+    thousand ids become a literal list (the Parquet reader skips the other ranges' row groups,
+    as the models' range lists do); more are a semi-join; none reads no entry."""
+    from pyspark.sql import functions as F
+
+    from lakewarden.compiled_models import RANGE_LIST_LIMIT
+
+    ids = [row[0] for row in range_ids.distinct().limit(RANGE_LIST_LIMIT + 1).collect() if row[0] is not None]
+    entries = spark.table(f"{snapshot_schema}.ranges")
+    if len(ids) <= RANGE_LIST_LIMIT:
+        entries = entries.where(F.col("range_id").isin(ids) if ids else F.lit(False))
+    else:
+        entries = entries.join(range_ids.select("range_id").distinct(), "range_id", "left_semi")
+    marked_keys = marked.select(F.xxhash64("address").alias("address_key")).distinct()
+    return (
+        entries.select(F.xxhash64("address").alias("address_key"), "last_modified", "size")
+        .groupBy("address_key")
+        .agg(F.min("last_modified").alias("earliest_modified_at"), F.max("size").alias("size_bytes"))
+        .join(marked_keys, "address_key", "left_anti")
+        .select("earliest_modified_at", "size_bytes")
+    )
 
 
 def marked_reasons(job: str, marked: "DataFrame") -> "Column":

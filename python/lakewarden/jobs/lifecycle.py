@@ -30,7 +30,7 @@ from lakewarden.jobs.common import (
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.report import Report, default_report_dir
-from lakewarden.report_figures import write_figures
+from lakewarden.report_figures import READ_RANGES_KEPT_NOTE, kept_in_ranges, write_figures
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
 from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark
@@ -239,7 +239,12 @@ def mark_lifecycle(
                 "path_count",
             )
         )
-        write_figures(report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now)
+        # kept: the objects of the ranges this run read (none in a run that reads no range)
+        read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
+        write_figures(
+            report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
+            kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
+        )
         base = output_base(context)
         run_date = context.now.astimezone(timezone.utc).date().isoformat()
         (
