@@ -6,6 +6,7 @@ that lets ``python benchmarks/<name>.py`` run from a checkout without installing
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -206,4 +207,13 @@ def incremental_share(incremental: float, full: float, noop: float) -> float:
     """(incremental - noop) / (full - noop): the share of a full run's own work (its cost above
     what a run that has nothing to do pays) that the incremental run still does."""
     return (incremental - noop) / (full - noop) if full > noop else float("nan")
+
+
+def describe_share(share: float, target: float) -> str:
+    """``incremental_share``'s value against ``target``, as the benchmarks print it; undefined
+    (never "met") when the full run cost no more than the no-op: then the runs' fixed cost
+    hides the work, and the ratio says nothing."""
+    if math.isnan(share):
+        return f"{'undefined':>9}   (the full run cost no more than the no-op; target <= {target:.0%}: NOT met)"
+    return f"{share:>9.1%}   (target <= {target:.0%}: {'met' if share <= target else 'NOT met'})"
 

@@ -39,6 +39,7 @@ from common import (  # noqa: E402
     ProcessRun,
     bench_sample,
     child_env,
+    describe_share,
     incremental_share,
     lakewarden_command,
     plain_pyspark_run,
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     share = incremental_share(incremental.seconds, full.seconds, noop.seconds)
     noop_reads = noop_summary.get("ranges_read")
     print(f"ratio incremental / full {ratio:>12.1%}")
-    print(f"(incr - noop)/(full - noop) {share:>9.1%}   (target <= {TARGET:.0%}: {'met' if share <= TARGET else 'NOT met'})")
+    print(f"(incr - noop)/(full - noop) {describe_share(share, TARGET)}")
     print(f"noop / plain PySpark     {noop.seconds / plain.seconds:>12.2f}x  (target <= {NOOP_TARGET}x: "
           f"{'met' if noop.seconds / plain.seconds <= NOOP_TARGET else 'NOT met'}); no-op read {noop_reads} ranges "
           f"(target 0: {'met' if noop_reads == 0 else 'NOT met'})")
