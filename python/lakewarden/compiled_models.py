@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from lakewarden.errors import LakewardenError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -415,6 +415,16 @@ RANGE_LIST = re.compile(r"/\* lakewarden range list \*/(?P<query>.*?)/\* end of 
 RANGE_LIST_LIMIT = 5000
 
 
+def collect_range_ids(frame: "DataFrame", *, limit: int = RANGE_LIST_LIMIT) -> list[str] | None:
+    """The distinct range ids of ``frame``'s first column (nulls left out), sorted; None when
+    there are more than ``limit`` (the caller then keeps its join). Range ids, never addresses:
+    at most ``limit`` + 1 rows reach the driver."""
+    rows = frame.distinct().limit(limit + 1).collect()
+    if len(rows) > limit:
+        return None
+    return sorted(row[0] for row in rows if row[0] is not None)
+
+
 def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIST_LIMIT) -> tuple[str, int]:
     """``code`` with each range-list subquery (macros/range_list.sql) replaced by the ids it
     selects, as literals, when they are at most ``limit`` (none: a null, which selects no row);
@@ -427,11 +437,10 @@ def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIS
 
     def literal(match: "re.Match[str]") -> str:
         nonlocal replaced
-        rows = spark.sql(f"select distinct * from ({match.group('query')}) range_list limit {limit + 1}").collect()
-        if len(rows) > limit:
+        ids = collect_range_ids(spark.sql(f"select * from ({match.group('query')}) range_list"), limit=limit)
+        if ids is None:
             return match.group(0)
         replaced += 1
-        ids = sorted(row[0] for row in rows if row[0] is not None)
         return ", ".join(sql_string(range_id) for range_id in ids) if ids else "cast(null as string)"
 
     return RANGE_LIST.sub(literal, code), replaced

@@ -226,11 +226,11 @@ def kept_in_ranges(spark: "SparkSession", snapshot_schema: str, range_ids: "Data
     as the models' range lists do); more are a semi-join; none reads no entry."""
     from pyspark.sql import functions as F
 
-    from lakewarden.compiled_models import RANGE_LIST_LIMIT
+    from lakewarden.compiled_models import collect_range_ids
 
-    ids = [row[0] for row in range_ids.distinct().limit(RANGE_LIST_LIMIT + 1).collect() if row[0] is not None]
+    ids = collect_range_ids(range_ids.select("range_id"))
     entries = spark.table(f"{snapshot_schema}.ranges")
-    if len(ids) <= RANGE_LIST_LIMIT:
+    if ids is not None:
         entries = entries.where(F.col("range_id").isin(ids) if ids else F.lit(False))
     else:
         entries = entries.join(range_ids.select("range_id").distinct(), "range_id", "left_semi")
