@@ -218,6 +218,33 @@ def test_storage_clock_ahead_of_lakefs_never_unprotects_a_committed_object(spark
     assert marked(second) == set(), "a committed object was marked"
 
 
+def test_committed_object_rewritten_in_place_stays_kept_in_later_runs(spark, test_state_dir: Path, tmp_path: Path) -> None:
+    """A committed object rewritten in place after run 1 (same address, a later storage time) is
+    written since run 1 to run 2, whose check against every entry keeps it. Run 2's uncommitted
+    inventory must not carry it either: run 3 takes that inventory's objects as referenced by no
+    range read before, and would mark it."""
+    repo = Repo(tmp_path / "repo", seed=9)
+    repo.advance(timedelta(days=1))
+    address = repo.stage("main")
+    repo.commit("main")
+    repo.advance(timedelta(days=1))
+    first = tmp_path / "r1"
+    assert run_uc(repo.write_snapshot(), test_state_dir, first, repo.clock, "--min-age", "1h", "--dry-run") == 0
+    assert summary(first)["run_mode"] == "clean" and not marked(first)
+
+    repo.advance(timedelta(days=1))
+    stamp = repo.clock.timestamp()  # rewritten in place, a day after run 1
+    os.utime(repo.namespace_path / address, (stamp, stamp))
+    repo.advance(timedelta(days=1))
+    snapshot = repo.write_snapshot()
+    for number in (2, 3):
+        report = tmp_path / f"r{number}"
+        assert run_uc(snapshot, test_state_dir, report, repo.clock, "--min-age", "1h", "--dry-run") == 0
+        assert summary(report)["run_mode"] == "optimized"
+        assert marked(report) == set(), f"run {number} marked a committed object"
+        repo.advance(timedelta(days=1))
+
+
 # -- property: optimized is always a subset of clean -----------------------------------------------
 
 OPERATIONS = st.sampled_from(

@@ -1,8 +1,10 @@
 -- The uncommitted inventory of this run, one row per stored object considered (all of storage
--- in a clean run; (a) + (b) in an optimized one) that no read committed entry references:
--- candidates minus the repository's committed inventory. Staged and too-young objects stay in
--- it, flagged, so the next run decides them again. The runner saves it as the run's
--- uncommitted inventory file.
+-- in a clean run; (a) + (b) in an optimized one) that no committed entry read references:
+-- candidates minus the entries of the ranges read and, for objects written since the previous
+-- run, minus every entry (int_gc_uncommitted__rewritten_references). So no range read so far
+-- references anything in it, which the next optimized run relies on. Staged and too-young
+-- objects stay in it, flagged, so the next run decides them again. The runner saves it as the
+-- run's uncommitted inventory file.
 
 {%- set min_age_seconds = var('uncommitted_gc_min_age_seconds', 86400) | int %}
 
@@ -20,6 +22,12 @@ committed_references as (
 
 ),
 
+rewritten_references as (
+
+    select * from {{ ref('int_gc_uncommitted__rewritten_references') }}
+
+),
+
 staged_references as (
 
     select * from {{ ref('int_gc_uncommitted__staged_references') }}
@@ -32,6 +40,8 @@ uncommitted as (
     from candidate_objects
     left anti join committed_references
         on candidate_objects.compared_address = committed_references.compared_address
+    left anti join rewritten_references
+        on candidate_objects.physical_address = rewritten_references.physical_address
 
 ),
 
