@@ -54,6 +54,12 @@ def spark_conf(warehouse: Path, *, jit: str = "full") -> dict[str, str]:
         "spark.sql.sources.partitionOverwriteMode": "dynamic",
         "spark.sql.shuffle.partitions": os.environ.get("LAKEWARDEN_SHUFFLE_PARTITIONS", "8"),
         "spark.sql.ansi.enabled": "false",
+        # lower()/upper() with the JVM's own case mapping, not ICU's. ICU's first use loads its
+        # break-iterator data: 1.8 s of every run (it showed as the optimizer folding a
+        # constant lower() in the address macros). What is case-mapped here is ASCII: URI
+        # schemes, address types, and the namespace's `dummy` object, where both give the same
+        # result (ASCII takes the same fast path either way).
+        "spark.sql.icu.caseMappings.enabled": "false",
         # A join side that turns out (at run time) to be under 64 MB is broadcast instead of
         # shuffled with the other: the marked keys of a mark (645,100 at 8.45M entries, ~15 MB)
         # against millions of entries. Above it the join is shuffled, so the driver never
