@@ -345,3 +345,34 @@ def test_metadata_filter_fast_path_agrees_with_every_reading(spark: Any) -> None
     hidden = {row["relative"] for row in judged.where("fast").collect()}
     # keys of every kind are among them: metadata, ambiguous and plain, on both paths
     assert must_hide <= hidden and not must_keep & hidden
+
+
+def test_each_reading_check_agrees_with_its_regular_expressions_as_first_written(spark: Any) -> None:
+    """inventory._hidden_as_read runs each regular expression only on the keys holding what it
+    needs to match; over the grid of keys (and their URL-decoded readings' shapes) it judges
+    every key as the four expressions alone do."""
+    import itertools
+    import random
+
+    from pyspark.sql import functions as F
+
+    from lakewarden.inventory import _hidden_as_read
+
+    def as_first_written(key: Any) -> Any:
+        return (
+            F.lower(key).rlike(r"^[/]*(\./+)*_lakefs(/|$)")
+            | F.lower(key).rlike(r"^[/]*(\./+)*dummy/*$")
+            | key.rlike(r"(^|/)\.\.?(/|$)")
+            | (F.regexp_replace(key, "/", "") == "")
+        )
+
+    rng = random.Random(21)
+    parts = [*_KEY_PARTS, "/", "//", "./", "_lakefs/", "DUMMY/", "x.", ".x"]
+    keys = {"/".join(p) for size in (1, 2, 3) for p in itertools.product(["", ".", "..", "_lakefs", "dummy", "a", "/"], repeat=size)}
+    keys |= {"".join(rng.choice(parts) for _ in range(rng.randint(1, 5))) for _ in range(5000)}
+    keys |= {None}
+    frame = spark.createDataFrame([(key,) for key in sorted(keys, key=str)], "key string")
+    judged = frame.select("key", _hidden_as_read(F.col("key")).alias("guarded"), as_first_written(F.col("key")).alias("first"))
+    disagreements = judged.where(~F.col("guarded").eqNullSafe(F.col("first"))).collect()
+    assert not disagreements, disagreements[:10]
+    assert judged.where("guarded").count() > 100 and judged.where("not guarded").count() > 100
