@@ -415,10 +415,11 @@ RANGE_LIST = re.compile(r"/\* lakewarden range list \*/(?P<query>.*?)/\* end of 
 RANGE_LIST_LIMIT = 5000
 
 
-def collect_range_ids(frame: "DataFrame", *, limit: int = RANGE_LIST_LIMIT) -> list[str] | None:
-    """The distinct range ids of ``frame``'s first column (nulls left out), sorted; None when
-    there are more than ``limit`` (the caller then keeps its join). Range ids, never addresses:
-    at most ``limit`` + 1 rows reach the driver."""
+def collect_range_ids(frame: "DataFrame", *, limit: int = RANGE_LIST_LIMIT) -> list[Any] | None:
+    """The distinct range ids (or 64-bit keys: macros/range_list.sql's key_list) of ``frame``'s
+    first column (nulls left out), sorted; None when there are more than ``limit`` (the caller
+    then keeps its join). Range ids or keys, never addresses: at most ``limit`` + 1 rows reach
+    the driver."""
     rows = frame.distinct().limit(limit + 1).collect()
     if len(rows) > limit:
         return None
@@ -441,7 +442,9 @@ def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIS
         if ids is None:
             return match.group(0)
         replaced += 1
-        return ", ".join(sql_string(range_id) for range_id in ids) if ids else "cast(null as string)"
+        if not ids:
+            return "null"
+        return ", ".join(str(int(value)) if isinstance(value, int) else sql_string(value) for value in ids)
 
     return RANGE_LIST.sub(literal, code), replaced
 

@@ -167,8 +167,17 @@ def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark
 
     # no id at all: a null, which no range_id equals, so the statement selects nothing
     empty, count = with_range_lists(spark, code.replace("'r2'", "'a'"))
-    assert count == 1 and "in (cast(null as string))" in empty
+    assert count == 1 and "in (null)" in empty
     assert spark.sql(empty).count() == 0
+
+    # 64-bit keys (key_list): bigint literals, the same rows as the subquery
+    keys = (
+        "select id from range(10) where xxhash64(cast(id as string)) in "
+        "(/* lakewarden range list */ select xxhash64(cast(id as string)) from range(3) /* end of lakewarden range list */)"
+    )
+    as_literals, count = with_range_lists(spark, keys)
+    assert count == 1 and "range(3)" not in as_literals and "'" not in as_literals
+    assert sorted(row.id for row in spark.sql(as_literals).collect()) == [0, 1, 2]
 
 
 def test_a_broken_model_is_one_line_naming_it(spark):

@@ -370,6 +370,40 @@ def test_inventory_report_drives_a_clean_run(spark, test_state_dir: Path, tmp_pa
     assert CREATED.isoformat().startswith("2026-01-03T15:04:05")
 
 
+def test_the_same_inventory_report_again_starts_from_the_previous_uncommitted_inventory(spark, test_state_dir: Path, tmp_path: Path) -> None:
+    """A run given its previous run's report again reads none of the report's data files: it
+    considers the previous uncommitted inventory, and still subtracts the ranges new since (an
+    object committed after the report was taken is kept) and the staged entries of now."""
+    repo = s3_repo(tmp_path / "repo")
+    manifest = write_inventory(tmp_path / "inventory", "Parquet")
+    now = T0 + timedelta(days=2)
+    first = tmp_path / "r1"
+    assert run_uc(repo.snapshot_dir, test_state_dir, first, now, "--inventory", str(manifest), "--dry-run", "--clean") == 0
+    assert summary(first)["run_mode"] == "clean" and summary(first)["storage_read"] == "inventory report"
+    expected = {f"s3://{BUCKET}/repo/ns/data/plus+sign", f"s3://{BUCKET}/repo/ns/data/ünï"}
+    assert marked(first) == expected
+
+    second = tmp_path / "r2"
+    assert run_uc(repo.snapshot_dir, test_state_dir, second, now, "--inventory", str(manifest), "--dry-run") == 0
+    result = summary(second)
+    assert result["run_mode"] == "optimized" and "same inventory report" in result["storage_read"]
+    assert result["ranges_read"] == 0 and marked(second) == expected
+
+    repo.advance(timedelta(minutes=5))
+    repo.stage("main", address="data/plus+sign", key="tables/main/plus")  # committed since run 2: a range no run has read
+    repo.commit("main")
+    repo.stage("main", address="data/ünï", key="tables/main/uni")  # staged now
+    third = tmp_path / "r3"
+    assert run_uc(repo.write_snapshot(), test_state_dir, third, now + timedelta(hours=1), "--inventory", str(manifest), "--dry-run") == 0
+    result = summary(third)
+    assert "same inventory report" in result["storage_read"] and result["ranges_read"] == 1
+    clean = tmp_path / "r4"
+    with without_history():
+        assert run_uc(repo.snapshot_dir, test_state_dir, clean, now + timedelta(hours=1), "--inventory", str(manifest), "--dry-run", "--clean") == 0
+    assert marked(clean) == set()
+    assert marked(third) == set()
+
+
 def _checksum_mismatch(manifest: Path) -> str:
     (manifest.parent / "manifest.checksum").write_text("0" * 32 + "\n")
     return "manifest.checksum: md5: checksum mismatch"

@@ -6,6 +6,7 @@
 -- read are in neither its uncommitted inventory nor among the objects written since.
 
 {%- set optimized = var('uncommitted_gc_mode', 'clean') == 'optimized' %}
+-- depends_on: {{ source('lakewarden', 'uncommitted_gc_previous_ranges') }}
 
 with
 
@@ -21,19 +22,19 @@ ranges as (
 
 ),
 
-previously_read_ranges as (
-
-    select distinct range_id
-    from {{ source('lakewarden', 'uncommitted_gc_previous_ranges') }}
-    where {{ 'true' if optimized else 'false' }}
-
-),
-
+-- An optimized run lists the ranges it reads first (a range list: a scan of the range ids
+-- only), so the entries are read for those ranges alone: none in a run with nothing new.
 read_ranges as (
 
     select ranges.*
     from ranges
-    left anti join previously_read_ranges on ranges.range_id = previously_read_ranges.range_id
+    {%- if optimized %}
+    where ranges.range_id in ({{ range_list(
+        "select distinct listed.range_id from " ~ ref('stg_lakefs__ranges') ~ " as listed"
+        ~ " left anti join " ~ source('lakewarden', 'uncommitted_gc_previous_ranges') ~ " as previously_read"
+        ~ " on listed.range_id = previously_read.range_id"
+    ) }})
+    {%- endif %}
 
 ),
 

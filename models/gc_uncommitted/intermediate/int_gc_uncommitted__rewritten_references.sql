@@ -7,8 +7,8 @@
 -- next run takes that inventory's objects as referenced by no range read before (ranges never
 -- change) and checks them against no range again. The entries are met by a 64-bit key of their
 -- address (no absolute URI built per entry), then compared by address, so the check is exact;
--- with no candidate written since (a no-op run) the empty side ends the join before any entry
--- is read. A clean run subtracts every range already: this model is empty then.
+-- with no candidate written since (a no-op run) the key list is empty and no entry is read. A
+-- clean run subtracts every range already: this model is empty then.
 
 {%- set optimized = var('uncommitted_gc_mode', 'clean') == 'optimized' %}
 
@@ -46,6 +46,8 @@ written_since as (
 
 ),
 
+-- The keys written since, as a key list: the runner puts up to a few thousand of them in the
+-- SQL, and none (a no-op run) as a null, so no entry is read at all.
 entry_keys as (
 
     select
@@ -54,6 +56,14 @@ entry_keys as (
         {{ address_key('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }} as address_key
     from ranges
     cross join repository
+    {%- if optimized %}
+    where {{ address_key('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }} in ({{ key_list(
+        "select " ~ physical_key('candidates.compared_address', 'namespace.storage_namespace_root')
+        ~ " from " ~ ref('int_gc_uncommitted__candidate_objects') ~ " as candidates"
+        ~ " cross join " ~ ref('stg_lakefs__repository') ~ " as namespace"
+        ~ " where candidates.candidate_source = 'created_since_previous_run'"
+    ) }})
+    {%- endif %}
 
 ),
 

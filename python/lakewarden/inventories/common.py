@@ -4,6 +4,7 @@ alike), and turning rows into the storage inventory's shape with the namespace f
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -105,6 +106,13 @@ def read_location(location: str, options: "StoreOptions | None", *, what: str) -
         raise BadInput(f"the {what} is missing", source=location) from None
     except StoreError as exc:
         raise BadInput(f"cannot read the {what} ({exc})", source=location) from None
+
+
+def manifest_fingerprint(location: str, options: "StoreOptions | None") -> str:
+    """SHA-256 of an inventory report's manifest: the report's identity. A manifest names its
+    data files (with their checksums, for S3) and when the report was taken, so two reports with
+    the same manifest bytes observed storage at the same moment."""
+    return hashlib.sha256(read_location(location, options, what="manifest")).hexdigest()
 
 
 def download_location(location: str, target: str, options: "StoreOptions | None", *, what: str, manifest: str) -> None:

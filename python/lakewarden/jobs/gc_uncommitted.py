@@ -116,6 +116,7 @@ class PreviousRun:
     last_commit_created_at: datetime | None
     uncommitted_inventory_location: str
     scanned_ranges_location: str
+    inventory_fingerprint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,7 @@ def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None
         last_commit_created_at=from_spark(row["last_commit_created_at"]),
         uncommitted_inventory_location=row["uncommitted_inventory_location"],
         scanned_ranges_location=row["scanned_ranges_location"],
+        inventory_fingerprint=row["inventory_fingerprint"],
     )
     if previous.run_at is None or previous.storage_cutoff is None:
         return None, f"previous run {previous.run_id} has no clock recorded"
@@ -244,6 +246,40 @@ def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None
         if commits.where(F.col("commit_id") == previous.last_commit_id).limit(1).count() == 0:
             return None, f"previous run's Last Commit {previous.last_commit_id} is not in the snapshot"
     return previous, f"previous run {previous.run_id} (Last Commit {previous.last_commit_id})"
+
+
+def considered_storage(spark: Any, storage: Any, previous: PreviousRun) -> Any:
+    """The stored objects an optimized run considers, as the storage inventory it keeps: (b) those
+    written after the previous run's cutoff, and (a) those the previous uncommitted inventory
+    lists. The same test ``int_gc_uncommitted__candidate_objects`` makes (the same cutoff
+    literal, the same raw address), made before the storage table is written: at 1% churn a
+    tenth of storage is kept instead of all of it, and the models read that tenth. Every other
+    object was referenced by a range a previous run read, and is not a candidate either way."""
+    from pyspark.sql import functions as F
+
+    listed = (
+        spark.read.parquet(previous.uncommitted_inventory_location)
+        .select("physical_address")
+        .distinct()
+        .withColumn("_in_previous_inventory", F.lit(True))
+    )
+    written_since = F.coalesce(F.col("last_modified") > F.expr(f"to_timestamp('{rfc3339(previous.storage_cutoff)}')"), F.lit(False))
+    return (
+        storage.join(listed, "physical_address", "left")
+        .where(written_since | F.col("_in_previous_inventory").isNotNull())
+        .drop("_in_previous_inventory")
+    )
+
+
+def previous_inventory(spark: Any, previous: PreviousRun) -> Any:
+    """What an optimized run given its previous run's inventory report again considers of storage:
+    that run's uncommitted inventory, without reading the report's data files. Storage was
+    observed at the same moment, so (a) is all of that inventory; and every object of the report
+    that inventory leaves out was referenced by a range some run read (it would be left out of
+    (b) again, by the check against every entry). When the previous run's cutoff lies before an
+    earlier run's (a --now or a report going back in time), the report may hold objects no run
+    considered; they wait for the next report or a --clean run, never marked by mistake."""
+    return spark.read.parquet(previous.uncommitted_inventory_location).select("physical_address", "size", "last_modified")
 
 
 def _point_table(spark: Any, table: str, ddl: str, location: str | None) -> None:
@@ -271,6 +307,7 @@ def mark_uncommitted(
     (``lakewarden gc`` draws them once, over both marks)."""
     from pyspark.sql import functions as F
 
+    from lakewarden.inventories.common import manifest_fingerprint
     from lakewarden.stores import StoreOptions
 
     spark = context.spark
@@ -282,8 +319,13 @@ def mark_uncommitted(
     # and a snapshot that lacks a commit lakeFS's own GC keeps marks nothing (exit 1).
     context.check_lakefs_holds()
     storage, observed_at = read_storage(context, manifest, options, min_age)
+    fingerprint = manifest_fingerprint(manifest, options) if manifest else None
     previous, mode_reason = (None, "--clean") if clean else find_previous_run(context, key)
     mode = "optimized" if previous is not None else "clean"
+    same_report = previous is not None and fingerprint is not None and previous.inventory_fingerprint == fingerprint
+    if same_report:
+        assert previous is not None
+        mode_reason += "; the same inventory report: its data files are not read again"
 
     base = output_base(context)
     output_dir = base / context.run_id
@@ -307,6 +349,11 @@ def mark_uncommitted(
             phases[name] = round(moment - phase_start, 3)
             phase_start = moment
 
+        if same_report:
+            assert previous is not None
+            storage = previous_inventory(spark, previous)
+        elif previous is not None:
+            storage = considered_storage(spark, storage, previous)
         storage.write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
         phase("storage_inventory")
         _point_table(spark, PREVIOUS_INVENTORY_TABLE, INVENTORY_DDL, previous.uncommitted_inventory_location if previous else None)
@@ -367,6 +414,8 @@ def mark_uncommitted(
             previous_storage_cutoff=rfc3339(previous.storage_cutoff) if previous else None,
             uncommitted_inventory_location=str(inventory_dir),
             scanned_ranges_location=str(ranges_dir),
+            inventory_fingerprint=fingerprint,
+            storage_read="previous uncommitted inventory (same inventory report)" if same_report else ("inventory report" if manifest else "listing"),
             mark_seconds=round(time.monotonic() - clock, 3),
             phase_seconds=phases,
         )
@@ -417,6 +466,7 @@ def _append_history(
         run["scanned_ranges_location"],
         num_marked,
         datetime.now(timezone.utc),
+        run.get("inventory_fingerprint"),
     )
     append_rows(context.spark, context.state, RUNS, [row])
 
