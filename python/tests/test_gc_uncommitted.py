@@ -371,9 +371,9 @@ def test_inventory_report_drives_a_clean_run(spark, test_state_dir: Path, tmp_pa
 
 
 def test_the_same_inventory_report_again_starts_from_the_previous_uncommitted_inventory(spark, test_state_dir: Path, tmp_path: Path) -> None:
-    """A run given its previous run's report again reads none of the report's data files: it
+    """A run given its previous run's report again does not read the report's rows: it
     considers the previous uncommitted inventory, and still subtracts the ranges new since (an
-    object committed after the report was taken is kept) and the staged entries of now."""
+    object committed since is kept) and the staged entries of now."""
     repo = s3_repo(tmp_path / "repo")
     manifest = write_inventory(tmp_path / "inventory", "Parquet")
     now = T0 + timedelta(days=2)

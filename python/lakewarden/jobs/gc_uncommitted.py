@@ -325,7 +325,7 @@ def mark_uncommitted(
     same_report = previous is not None and fingerprint is not None and previous.inventory_fingerprint == fingerprint
     if same_report:
         assert previous is not None
-        mode_reason += "; the same inventory report: its data files are not read again"
+        mode_reason += "; the same inventory report: its rows are that run's uncommitted inventory"
 
     base = output_base(context)
     output_dir = base / context.run_id
