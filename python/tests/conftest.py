@@ -70,3 +70,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if getattr(item, "module", None) in on_session:
             item.add_marker(pytest.mark.embedded)
     return (yield)
+
+
+@pytest.fixture
+def large_repository_forms() -> Generator[None, None, None]:
+    """The test's job runs take the forms of a large repository (tests/model_forms.py): the same
+    rows as the small one's, which the suite's small repositories take by default."""
+    from model_forms import large_repository_forms as forms
+
+    with forms():
+        yield

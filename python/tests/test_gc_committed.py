@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from lakewarden.cli import main
 from lakewarden.sample import SampleConfig, SampleRepository, generate
+from model_forms import large_repository_forms
 from oracles import Snapshot, committed_gc_active, committed_gc_marked, local_file
 from test_commit_graph import MAIN_AND_FEATURE, MAIN_ONLY
 
@@ -49,6 +50,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> SampleRepository:
     return generate(tmp_path_factory.mktemp("sample"), SampleConfig(seed=11))
 
 
+@pytest.mark.usefixtures("large_repository_forms")  # the small forms: every other test here
 def test_dry_run_marks_exactly_what_the_oracle_marks_then_sweep_deletes_only_that(
     spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path
 ) -> None:
@@ -196,30 +198,33 @@ def test_bad_rules_fail_before_spark_work(test_state_dir: Path, sample: SampleRe
 
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
+    large=st.booleans(),  # the forms of a large repository (model_forms.py)
     seed=st.integers(min_value=0, max_value=10_000),
     default_days=st.integers(min_value=0, max_value=20),
     main_days=st.integers(min_value=0, max_value=30),
     retain_tags=st.booleans(),
 )
 def test_property_random_histories_never_mark_live_objects(
-    spark, test_state_dir: Path, tmp_path_factory, seed: int, default_days: int, main_days: int, retain_tags: bool
+    spark, test_state_dir: Path, tmp_path_factory, seed: int, default_days: int, main_days: int, retain_tags: bool,
+    large: bool,
 ) -> None:
-    workdir = tmp_path_factory.mktemp("prop")
-    sample = generate(
-        workdir, SampleConfig(seed=seed, entries=600, slots=5, days=20, feature_branches=4, write_objects=False)
-    )
-    rules = {"default_retention_days": default_days, "branches": [{"branch_id": "main", "retention_days": main_days}]}
-    now = sample.end + timedelta(hours=seed % 72)
-    extra = [] if retain_tags else ["--no-retain-tags"]
-    assert run_gc(sample, test_state_dir, workdir / "report", "--now", rfc3339(now), "--dry-run", *extra, rules=rules) == 0
-    snapshot = Snapshot.read(sample.snapshot_dir)
-    marked = {r["physical_address"] for r in read_addresses(workdir / "report")}
-    active = committed_gc_active(snapshot, now, rules, retain_tags)
-    assert set(snapshot.branches.values()) <= active
-    live = snapshot.addresses_of(active) | snapshot.staged_addresses()
-    assert not marked & live
-    assert all(snapshot.inside_namespace(a) for a in marked)
-    assert marked == committed_gc_marked(snapshot, now, rules, retain_tags)
+    with large_repository_forms(large):
+        workdir = tmp_path_factory.mktemp("prop")
+        sample = generate(
+            workdir, SampleConfig(seed=seed, entries=600, slots=5, days=20, feature_branches=4, write_objects=False)
+        )
+        rules = {"default_retention_days": default_days, "branches": [{"branch_id": "main", "retention_days": main_days}]}
+        now = sample.end + timedelta(hours=seed % 72)
+        extra = [] if retain_tags else ["--no-retain-tags"]
+        assert run_gc(sample, test_state_dir, workdir / "report", "--now", rfc3339(now), "--dry-run", *extra, rules=rules) == 0
+        snapshot = Snapshot.read(sample.snapshot_dir)
+        marked = {r["physical_address"] for r in read_addresses(workdir / "report")}
+        active = committed_gc_active(snapshot, now, rules, retain_tags)
+        assert set(snapshot.branches.values()) <= active
+        live = snapshot.addresses_of(active) | snapshot.staged_addresses()
+        assert not marked & live
+        assert all(snapshot.inside_namespace(a) for a in marked)
+        assert marked == committed_gc_marked(snapshot, now, rules, retain_tags)
 
 
 # -- the design's two worked examples, end to end through the CLI ----------------------------

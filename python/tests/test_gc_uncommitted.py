@@ -22,6 +22,7 @@ from lakewarden.cli import main
 from lakewarden.errors import BadInput
 from lakewarden.jobs import gc_uncommitted
 from lakewarden.sample import SampleConfig, SampleRepository, generate
+from model_forms import large_repository_forms
 from oracles import Snapshot, local_file, local_storage, uncommitted_gc_marked
 from test_gc_uncommitted_support import Repo, rfc3339
 
@@ -126,6 +127,7 @@ def test_staged_and_young_objects_are_kept(spark, test_state_dir: Path, sample: 
 # -- optimized runs ------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("large_repository_forms")  # the small forms: every other test here
 def test_optimized_run_after_new_commits_and_uploads(spark, test_state_dir: Path, tmp_path: Path) -> None:
     repo = Repo(tmp_path / "repo", seed=5)
     repo.stage("main")
@@ -254,6 +256,7 @@ OPERATIONS = st.sampled_from(
 
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
+    large=st.booleans(),  # the forms of a large repository (model_forms.py)
     seed=st.integers(min_value=0, max_value=10_000),
     steps=st.lists(
         st.tuples(
@@ -266,50 +269,51 @@ OPERATIONS = st.sampled_from(
         max_size=3,
     ),
 )
-def test_optimized_run_is_always_a_subset_of_a_clean_run(spark, test_state_dir: Path, tmp_path_factory, seed: int, steps) -> None:
-    root = tmp_path_factory.mktemp("history")
-    repo = Repo(root / "repo", seed=seed)
-    rng = repo.rng
-    for number, (operations, delta, min_age, sweep) in enumerate(steps):
-        for operation in operations:
-            branch = rng.choice(sorted(repo.branches))
-            if operation == "upload":
-                repo.upload()
-            elif operation in ("stage", "stage_full"):
-                repo.stage(branch, full=operation == "stage_full")
-            elif operation == "stage_external":
-                repo.stage(branch, address=repo.external())
-            elif operation == "unstage":
-                repo.unstage(branch)
-            elif operation == "commit":
-                repo.commit(branch)
-            elif operation == "copy":
-                repo.copy_commit(branch)
-            elif operation == "late_commit":
-                repo.commit(branch, late=True)  # may show up after a run yet be dated before it
-            elif operation == "branch":
-                repo.create_branch(f"b{repo.counter}", branch)
-            elif operation == "delete_branch" and branch != "main":
-                repo.delete_branch(branch)
-            elif operation == "delete_object" and repo.uploads:
-                repo.delete_object(rng.choice(repo.uploads))
-            repo.advance(timedelta(minutes=rng.randrange(1, 90)))
-        repo.advance(delta)
-        now = max(repo.clock, max(datetime.fromisoformat(c["creation_date"].replace("Z", "+00:00")) for c in repo.commits))
-        snapshot = repo.write_snapshot()
-        age = gc_uncommitted.parse_min_age(min_age)
-        oracle = uncommitted_gc_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), now, age)
+def test_optimized_run_is_always_a_subset_of_a_clean_run(spark, test_state_dir: Path, tmp_path_factory, seed: int, steps, large: bool) -> None:
+    with large_repository_forms(large):
+        root = tmp_path_factory.mktemp("history")
+        repo = Repo(root / "repo", seed=seed)
+        rng = repo.rng
+        for number, (operations, delta, min_age, sweep) in enumerate(steps):
+            for operation in operations:
+                branch = rng.choice(sorted(repo.branches))
+                if operation == "upload":
+                    repo.upload()
+                elif operation in ("stage", "stage_full"):
+                    repo.stage(branch, full=operation == "stage_full")
+                elif operation == "stage_external":
+                    repo.stage(branch, address=repo.external())
+                elif operation == "unstage":
+                    repo.unstage(branch)
+                elif operation == "commit":
+                    repo.commit(branch)
+                elif operation == "copy":
+                    repo.copy_commit(branch)
+                elif operation == "late_commit":
+                    repo.commit(branch, late=True)  # may show up after a run yet be dated before it
+                elif operation == "branch":
+                    repo.create_branch(f"b{repo.counter}", branch)
+                elif operation == "delete_branch" and branch != "main":
+                    repo.delete_branch(branch)
+                elif operation == "delete_object" and repo.uploads:
+                    repo.delete_object(rng.choice(repo.uploads))
+                repo.advance(timedelta(minutes=rng.randrange(1, 90)))
+            repo.advance(delta)
+            now = max(repo.clock, max(datetime.fromisoformat(c["creation_date"].replace("Z", "+00:00")) for c in repo.commits))
+            snapshot = repo.write_snapshot()
+            age = gc_uncommitted.parse_min_age(min_age)
+            oracle = uncommitted_gc_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), now, age)
 
-        optimized = root / f"opt-{number}"
-        assert run_uc(snapshot, test_state_dir, optimized, now, "--min-age", min_age, "--dry-run") == 0
-        assert summary(optimized)["run_mode"] == ("clean" if number == 0 else "optimized")
-        clean = root / f"clean-{number}"
-        with without_history():
-            assert run_uc(snapshot, test_state_dir, clean, now, "--min-age", min_age, "--dry-run", "--clean") == 0
-        assert marked(clean) == oracle
-        assert marked(optimized) <= marked(clean), marked(optimized) - marked(clean)
-        if sweep and marked(optimized):
-            assert main(["sweep", "--report", str(optimized), "--state", str(test_state_dir)]) == 0
+            optimized = root / f"opt-{number}"
+            assert run_uc(snapshot, test_state_dir, optimized, now, "--min-age", min_age, "--dry-run") == 0
+            assert summary(optimized)["run_mode"] == ("clean" if number == 0 else "optimized")
+            clean = root / f"clean-{number}"
+            with without_history():
+                assert run_uc(snapshot, test_state_dir, clean, now, "--min-age", min_age, "--dry-run", "--clean") == 0
+            assert marked(clean) == oracle
+            assert marked(optimized) <= marked(clean), marked(optimized) - marked(clean)
+            if sweep and marked(optimized):
+                assert main(["sweep", "--report", str(optimized), "--state", str(test_state_dir)]) == 0
 
 
 # -- bad input -------------------------------------------------------------------------------------

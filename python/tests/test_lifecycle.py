@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from lakewarden.cli import main
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from lifecycle_oracle import lifecycle_marked, surviving_physicals
+from model_forms import large_repository_forms
 from oracles import Snapshot, local_file
 from test_gc_uncommitted_support import START, Repo, rfc3339
 
@@ -103,6 +104,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> SampleRepository:
     return generate(tmp_path_factory.mktemp("lc-sample"), SampleConfig(seed=11, entries=900))
 
 
+@pytest.mark.usefixtures("large_repository_forms")  # the small forms: every other test here
 def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -300,39 +302,42 @@ def random_policy(rng, branches: list[str]) -> dict:
 
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
+    large=st.booleans(),  # the forms of a large repository (model_forms.py)
     seed=st.integers(min_value=0, max_value=10_000),
     operations=st.lists(OPERATIONS, min_size=4, max_size=14),
     days_later=st.sampled_from([1, 3, 10]),
 )
 def test_property_complete_equals_the_oracle_never_deletes_a_survivor_and_seed_reads_less(
-    spark, test_state_dir: Path, tmp_path_factory, seed: int, operations: list[str], days_later: int
+    spark, test_state_dir: Path, tmp_path_factory, seed: int, operations: list[str], days_later: int,
+    large: bool,
 ) -> None:
-    root = tmp_path_factory.mktemp("lc-history")
-    repo = random_history(root / "repo", seed, operations)
-    snapshot = Snapshot.read(repo.snapshot_dir)
-    policy = random_policy(repo.rng, sorted(repo.branches))
-    now = repo.clock + timedelta(days=1)
+    with large_repository_forms(large):
+        root = tmp_path_factory.mktemp("lc-history")
+        repo = random_history(root / "repo", seed, operations)
+        snapshot = Snapshot.read(repo.snapshot_dir)
+        policy = random_policy(repo.rng, sorted(repo.branches))
+        now = repo.clock + timedelta(days=1)
 
-    # first run deletes; what it leaves must include every survivor
-    first = root / "first"
-    assert run_lc(repo.snapshot_dir, test_state_dir, first, policy, now) == 0
-    assert_matches_oracle(first, lifecycle_marked(snapshot, policy, now))
-    assert not marked(first) & surviving_physicals(snapshot, policy, now)
-    assert_survivors_exist(snapshot, policy, now)
+        # first run deletes; what it leaves must include every survivor
+        first = root / "first"
+        assert run_lc(repo.snapshot_dir, test_state_dir, first, policy, now) == 0
+        assert_matches_oracle(first, lifecycle_marked(snapshot, policy, now))
+        assert not marked(first) & surviving_physicals(snapshot, policy, now)
+        assert_survivors_exist(snapshot, policy, now)
 
-    # later, a changed policy: complete mode marks exactly what the oracle marks with the same
-    # cutoffs (every commit considered); seed mode never marks more
-    later = now + timedelta(days=days_later)
-    changed = random_policy(repo.rng, sorted(repo.branches))
-    complete = root / "complete"
-    assert run_lc(repo.snapshot_dir, test_state_dir, complete, changed, later, "--dry-run") == 0
-    expected = lifecycle_marked(snapshot, changed, later, cutoffs(policy, now))
-    assert_matches_oracle(complete, expected)
-    assert not marked(complete) & surviving_physicals(snapshot, changed, later)
-    seed_run = root / "seed"
-    assert run_lc(repo.snapshot_dir, test_state_dir, seed_run, changed, later, "--dry-run", "--potential-commits", "seed") == 0
-    assert marked(seed_run) <= marked(complete)
-    assert summary(seed_run)["potential_commits"] <= summary(complete)["potential_commits"]
+        # later, a changed policy: complete mode marks exactly what the oracle marks with the same
+        # cutoffs (every commit considered); seed mode never marks more
+        later = now + timedelta(days=days_later)
+        changed = random_policy(repo.rng, sorted(repo.branches))
+        complete = root / "complete"
+        assert run_lc(repo.snapshot_dir, test_state_dir, complete, changed, later, "--dry-run") == 0
+        expected = lifecycle_marked(snapshot, changed, later, cutoffs(policy, now))
+        assert_matches_oracle(complete, expected)
+        assert not marked(complete) & surviving_physicals(snapshot, changed, later)
+        seed_run = root / "seed"
+        assert run_lc(repo.snapshot_dir, test_state_dir, seed_run, changed, later, "--dry-run", "--potential-commits", "seed") == 0
+        assert marked(seed_run) <= marked(complete)
+        assert summary(seed_run)["potential_commits"] <= summary(complete)["potential_commits"]
 
 
 # -- bad input -----------------------------------------------------------------------------------

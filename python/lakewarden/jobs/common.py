@@ -201,11 +201,13 @@ class JobContext:
         earlier build of this run executed with the same compiled code is not executed again.
         ``only_upstream_of``: build only those models and what they depend on (the selection is
         compiled whole, so a later build of the rest compiles nothing new)."""
-        from lakewarden.compiled_models import ModelRunner, compile_selection, upstream_of
+        from lakewarden.compiled_models import RANGE_LISTS_FROM_BYTES, ModelRunner, compile_selection, upstream_of
         from lakewarden.project import SENT
+        from lakewarden.spark_session import ranges_bytes
 
         if self.models is None:
-            self.models = ModelRunner(self.spark)
+            size = ranges_bytes(self.snapshot_dir)
+            self.models = ModelRunner(self.spark, range_lists=size is None or size >= RANGE_LISTS_FROM_BYTES)
         nodes = compile_selection(selection, state=self.state, variables=self.dbt_vars(**variables))
         if only_upstream_of is not None:
             nodes = upstream_of(nodes, only_upstream_of)

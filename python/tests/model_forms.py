@@ -1,0 +1,27 @@
+"""The two forms a job run may take for the same rows, chosen by the repository's size, forced
+in tests so both meet the oracles on the suite's small repositories:
+
+* range lists (lakewarden.compiled_models.RANGE_LISTS_FROM_BYTES): a list query's ids put in as
+  literals, or the subquery as written;
+* an optimized uncommitted run's listing kept to the considered objects before it is written
+  (lakewarden.jobs.gc_uncommitted.KEEP_CONSIDERED_OF_LISTINGS), or written as listed.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+from unittest import mock
+
+from lakewarden import compiled_models
+from lakewarden.jobs import gc_uncommitted
+
+
+@contextmanager
+def large_repository_forms(on: bool = True) -> Iterator[None]:
+    """Within the block, jobs run in the forms of a large repository (``on``) or of a small one."""
+    with (
+        mock.patch.object(compiled_models, "RANGE_LISTS_FROM_BYTES", 0 if on else 1 << 62),
+        mock.patch.object(gc_uncommitted, "KEEP_CONSIDERED_OF_LISTINGS", on),
+    ):
+        yield
