@@ -262,8 +262,13 @@ class ModelRunner:
     """Executes compiled nodes on one session and remembers what it executed (by node and
     compiled code), so a later build in the same run skips what is already there."""
 
-    def __init__(self, spark: "SparkSession", *, range_lists: bool = True) -> None:
+    def __init__(self, spark: "SparkSession", *, range_lists: bool = True, concurrency: int = 1) -> None:
+        import threading
+
         self.spark = spark
+        #: nodes executed at once, each once the nodes it depends on are done (1: one at a time)
+        self.concurrency = max(1, concurrency)
+        self._lock = threading.RLock()
         #: run each range-list subquery first and put its ids in as literals (macros/range_list.sql);
         #: False keeps every subquery as written: the same rows, one Spark query fewer per list
         self.range_lists = range_lists
@@ -288,28 +293,14 @@ class ModelRunner:
         reused = tuple(node.name for node in nodes if node not in pending)
         warnings: list[str] = []
         with phase(f"models {label}".rstrip(), total=len(pending), unit="nodes") as bar:
-            from lakewarden.spark_session import spark_jobs_started
-
-            for node in pending:
-                node_started, jobs_before = time.monotonic(), spark_jobs_started(self.spark)
-                # Spark's UI and event log name each job after the node that started it
-                self.spark.sparkContext.setJobDescription(f"lakewarden {node.resource_type} {node.name}")
-                try:
-                    if node.resource_type == "test":
-                        warning = self._test(node)
-                        if warning:
-                            warnings.append(warning)
-                    else:
-                        self._model(node)
-                finally:
-                    self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
-                self._done[node.unique_id] = node.digest
-                jobs_after = spark_jobs_started(self.spark)
-                log.debug(
-                    "%s %s in %.2fs (%s Spark jobs)", node.resource_type, node.name, time.monotonic() - node_started,
-                    "?" if jobs_before is None or jobs_after is None else jobs_after - jobs_before,
-                )
-                bar.advance()
+            if self.concurrency <= 1:
+                for node in pending:
+                    warning = self._execute(node)
+                    if warning:
+                        warnings.append(warning)
+                    bar.advance()
+            else:
+                warnings.extend(self._execute_concurrently(pending, bar.advance))
         return BuildResult(
             executed=tuple(node.name for node in pending),
             reused=reused,
@@ -318,17 +309,90 @@ class ModelRunner:
             warnings=tuple(warnings),
         )
 
+    def _execute(self, node: CompiledNode) -> str | None:
+        """One node: its statement(s), then remembered as executed; a test's warning line."""
+        from lakewarden.spark_session import spark_jobs_started
+
+        node_started, jobs_before = time.monotonic(), spark_jobs_started(self.spark)
+        # Spark's UI and event log name each job after the node that started it (a property of
+        # the calling thread: nodes running at once each name their own)
+        self.spark.sparkContext.setJobDescription(f"lakewarden {node.resource_type} {node.name}")
+        try:
+            warning = self._test(node) if node.resource_type == "test" else self._model(node)
+        finally:
+            self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+        with self._lock:
+            self._done[node.unique_id] = node.digest
+        jobs_after = spark_jobs_started(self.spark)
+        log.debug(
+            "%s %s in %.2fs (%s Spark jobs%s)", node.resource_type, node.name, time.monotonic() - node_started,
+            "?" if jobs_before is None or jobs_after is None else jobs_after - jobs_before,
+            "" if self.concurrency <= 1 else ", counted with the nodes beside it",
+        )
+        return warning
+
+    def _execute_concurrently(self, pending: Sequence[CompiledNode], advance: Any) -> list[str]:
+        """Execute ``pending`` with up to :attr:`concurrency` nodes at once, each as soon as every
+        node it depends on is done, in the compiled order otherwise. Spark plans and runs the
+        queries of several threads on one session at once: the driver's per-statement work
+        (planning, small jobs, catalog calls) of one node overlaps another's. On a failure no
+        further node starts; the nodes running finish, and the first failure is raised."""
+        from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+        waiting = list(pending)
+        pending_ids = {node.unique_id for node in pending}
+        finished: set[str] = set()
+        running: dict[Future[str | None], CompiledNode] = {}
+        warnings: dict[str, str] = {}
+        failure: BaseException | None = None
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="lakewarden-node") as pool:
+            while waiting or running:
+                if failure is None:
+                    for node in [n for n in waiting if all(d in finished or d not in pending_ids for d in n.depends_on)]:
+                        if len(running) >= self.concurrency:
+                            break
+                        waiting.remove(node)
+                        running[pool.submit(self._execute, node)] = node
+                if not running:
+                    break  # a failure stopped the rest (or, never, a cycle)
+                try:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                except BaseException:  # Ctrl-C: the nodes running stop with their Spark jobs
+                    self.spark.sparkContext.cancelAllJobs()
+                    raise
+                for future in done:
+                    node = running.pop(future)
+                    try:
+                        warning = future.result()
+                    except BaseException as exc:  # noqa: BLE001 - raised below, the first one
+                        failure = failure or exc
+                        continue
+                    finished.add(node.unique_id)
+                    if warning:
+                        warnings[node.unique_id] = warning
+                    advance()
+        if failure is not None:
+            raise failure
+        if waiting:
+            raise ModelFailed(f"nodes never ready: {', '.join(node.name for node in waiting)}")
+        # in the compiled order, as one node at a time would report them
+        return [warnings[node.unique_id] for node in pending if node.unique_id in warnings]
+
     def built(self, name: str) -> bool:
         """Whether this runner executed the node named ``name`` (a model or a test)."""
         return any(unique_id.rsplit(".", 1)[-1] == name for unique_id in self._done)
 
     # -- models ---------------------------------------------------------------------------
 
+    def _count(self, statements: int) -> None:
+        with self._lock:
+            self.statements += statements
+
     def _sql(self, statement: str, node: CompiledNode) -> Any:
-        self.statements += 1
+        self._count(1)
         try:
             if self.range_lists and "lakewarden range list" in statement:
-                self.statements += len(RANGE_LIST.findall(statement))  # each list is a query of its own
+                self._count(len(RANGE_LIST.findall(statement)))  # each list is a query of its own
                 statement, lists = with_range_lists(self.spark, statement)
                 if lists:
                     log.debug("%s %s: %d range list(s) as literals", node.resource_type, node.name, lists)
@@ -341,9 +405,10 @@ class ModelRunner:
             return  # inlined by dbt into the nodes that use it
         assert node.relation is not None
         schema = node.relation.split(".", 1)[0]
-        if schema not in self._schemas:  # dbt creates the schema before the first node in it
-            self._sql(f"create schema if not exists {schema}", node)
-            self._schemas.add(schema)
+        with self._lock:  # held until the schema exists: a node beside this one may need it too
+            if schema not in self._schemas:  # dbt creates the schema before the first node in it
+                self._sql(f"create schema if not exists {schema}", node)
+                self._schemas.add(schema)
         self._drop_other_kind(node)
         if node.materialized == "view":
             self._sql(f"create or replace view {node.relation} as\n{node.code}", node)
@@ -374,7 +439,7 @@ class ModelRunner:
         """dbt's recipe for a compiled Python model (the compiled file says it: ``dbt =
         dbtObj(spark.table); df = model(dbt, spark)``), then the frame saved as the table."""
         namespace: dict[str, Any] = {"__name__": f"lakewarden_model_{node.name}"}
-        self.statements += 1
+        self._count(1)
         try:
             exec(compile(node.code, f"<model {node.name}>", "exec"), namespace)  # noqa: S102 - the project's own model
             frame = namespace["model"](namespace["dbtObj"](self.spark.table), self.spark)
@@ -414,6 +479,11 @@ class ModelRunner:
 
 #: how macros/range_list.sql marks a subquery selecting range ids
 RANGE_LIST = re.compile(r"/\* lakewarden range list \*/(?P<query>.*?)/\* end of lakewarden range list \*/", re.DOTALL)
+#: a job's runner executes this many nodes at once (each once the nodes it depends on are done).
+#: Measured on 2 cores, quiet: ``lakewarden demo`` 46-51 s against 55-61 s one at a time (3 at
+#: once: 44-49 s); ``gc committed`` at 1M entries 26.6-27.2 s against 29.3-30.2 s, the same
+#: peak RSS and marks.
+NODES_AT_ONCE = 2
 #: at most this many ids go into a statement as literals; a longer list stays the subquery
 RANGE_LIST_LIMIT = 5000
 #: a job puts range lists in as literals from this many bytes of range rows on

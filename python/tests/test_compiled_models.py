@@ -108,8 +108,9 @@ class dbtObj:
 '''
 
 
-def test_views_tables_python_models_and_tests_run_in_dependency_order(spark):
-    runner = ModelRunner(spark)
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_views_tables_python_models_and_tests_run_in_dependency_order(spark, concurrency):
+    runner = ModelRunner(spark, concurrency=concurrency)
     numbers = _node("numbers", "select id as n from range(5)", materialized="table", file_format="parquet")
     evens = _node("evens", "select n from runner_test.numbers where n % 2 = 0", depends_on=[numbers.unique_id])
     tens = _node("tens", PYTHON_MODEL, materialized="table", language="python", depends_on=[numbers.unique_id])
@@ -139,8 +140,9 @@ def test_views_tables_python_models_and_tests_run_in_dependency_order(spark):
     assert spark.catalog.getTable("runner_test.evens").tableType == "VIEW"
 
 
-def test_a_failing_safety_test_fails_the_build_and_a_warning_one_does_not(spark):
-    runner = ModelRunner(spark)
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_failing_safety_test_fails_the_build_and_a_warning_one_does_not(spark, concurrency):
+    runner = ModelRunner(spark, concurrency=concurrency)
     rows = _node("rows3", "select id from range(3)")
     failing = _node("finds_rows", "select * from runner_test.rows3", kind="test", depends_on=[rows.unique_id])
     with pytest.raises(ModelFailed, match="test finds_rows failed: 3 rows"):
@@ -149,6 +151,55 @@ def test_a_failing_safety_test_fails_the_build_and_a_warning_one_does_not(spark)
     assert runner.build([rows, warning]).warnings == ("test finds_rows_warn: 3 rows",)
     threshold = _node("finds_many", "select * from runner_test.rows3", kind="test", error_if="> 5", warn_if="> 5")
     assert runner.build([rows, threshold]).warnings == ()
+
+
+class RecordingRunner(ModelRunner):
+    """Records when each node starts and ends (the runner's threads call _execute)."""
+
+    def __init__(self, spark, **options) -> None:
+        super().__init__(spark, **options)
+        self.events: list[tuple[str, str]] = []
+
+    def _execute(self, node):
+        with self._lock:
+            self.events.append(("start", node.name))
+        try:
+            return super()._execute(node)
+        finally:
+            with self._lock:
+                self.events.append(("end", node.name))
+
+
+def test_nodes_at_once_start_only_after_what_they_depend_on_and_a_failure_starts_nothing_more(spark):
+    base = _node("c_base", "select id as n from range(20)", materialized="table", file_format="parquet")
+    left = _node("c_left", "select n from runner_test.c_base where n < 10", materialized="table", depends_on=[base.unique_id])
+    right = _node("c_right", "select n from runner_test.c_base where n >= 10", materialized="table", depends_on=[base.unique_id])
+    other = _node("c_other", "select id as n from range(3)", materialized="table")
+    joined = _node("c_all", "select n from runner_test.c_left union all select n from runner_test.c_right",
+                   depends_on=[left.unique_id, right.unique_id])
+    warn_a = _node("c_warn_a", "select * from runner_test.c_other", kind="test", severity="warn", depends_on=[other.unique_id])
+    warn_b = _node("c_warn_b", "select * from runner_test.c_all", kind="test", severity="warn", depends_on=[joined.unique_id])
+    nodes = _in_dependency_order([warn_b, joined, right, warn_a, left, other, base])
+    runner = RecordingRunner(spark, concurrency=2)
+    result = runner.build(nodes)
+    assert set(result.executed) == {n.name for n in nodes}
+    assert spark.table("runner_test.c_all").count() == 20
+    position = {event: index for index, event in enumerate(runner.events)}
+    for node in nodes:
+        for dependency in node.depends_on:
+            name = dependency.rsplit(".", 1)[-1]
+            assert position[("end", name)] < position[("start", node.name)], (name, node.name)
+    # the warnings come in the compiled order, as one node at a time gives them
+    assert result.warnings == tuple(f"test {n.name}: {3 if n is warn_a else 20} rows" for n in nodes if n.resource_type == "test")
+
+    # a failure: nothing that depends on it starts, and the build raises that failure
+    broken = _node("c_broken", "select no_such_column from range(1)", materialized="table")
+    after = _node("c_after", "select * from runner_test.c_broken", depends_on=[broken.unique_id])
+    runner = RecordingRunner(spark, concurrency=2)
+    with pytest.raises(ModelFailed, match="model c_broken failed"):
+        runner.build([broken, after, _node("c_beside", "select 1 as n")])
+    assert ("start", "c_after") not in runner.events
+    assert not runner.built("c_after") and not runner.built("c_broken")
 
 
 def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark):

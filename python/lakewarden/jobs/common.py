@@ -186,6 +186,20 @@ class JobContext:
         finally:
             new.unpersist()
 
+    def model_runner(self) -> "ModelRunner":
+        """This run's model runner, made on first use and kept (a node executed once is not
+        executed again): range lists as literals on a large snapshot only, and
+        :data:`~lakewarden.compiled_models.NODES_AT_ONCE` nodes at once."""
+        from lakewarden.compiled_models import NODES_AT_ONCE, RANGE_LISTS_FROM_BYTES, ModelRunner
+        from lakewarden.spark_session import ranges_bytes
+
+        if self.models is None:
+            size = ranges_bytes(self.snapshot_dir)
+            self.models = ModelRunner(
+                self.spark, range_lists=size is None or size >= RANGE_LISTS_FROM_BYTES, concurrency=NODES_AT_ONCE
+            )
+        return self.models
+
     def build_models(
         self,
         selection: str,
@@ -201,18 +215,15 @@ class JobContext:
         earlier build of this run executed with the same compiled code is not executed again.
         ``only_upstream_of``: build only those models and what they depend on (the selection is
         compiled whole, so a later build of the rest compiles nothing new)."""
-        from lakewarden.compiled_models import RANGE_LISTS_FROM_BYTES, ModelRunner, compile_selection, upstream_of
+        from lakewarden.compiled_models import compile_selection, upstream_of
         from lakewarden.project import SENT
-        from lakewarden.spark_session import ranges_bytes
 
-        if self.models is None:
-            size = ranges_bytes(self.snapshot_dir)
-            self.models = ModelRunner(self.spark, range_lists=size is None or size >= RANGE_LISTS_FROM_BYTES)
+        runner = self.model_runner()
         nodes = compile_selection(selection, state=self.state, variables=self.dbt_vars(**variables))
         if only_upstream_of is not None:
             nodes = upstream_of(nodes, only_upstream_of)
             selection = f"{selection} (up to {', '.join(only_upstream_of)})"
-        result = self.models.build(nodes, label=selection, locations=locations)
+        result = runner.build(nodes, label=selection, locations=locations)
         SENT["queries"] += result.statements
         log.info(
             "models %s: %d executed, %d already built, %d statements in %.1fs",

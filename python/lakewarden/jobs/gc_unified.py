@@ -154,7 +154,6 @@ def mark_unified(
     """Both marks on this session, the union as one report, the lakeFS-format mark; deletes nothing."""
     from pyspark.sql import functions as F
 
-    from lakewarden.compiled_models import ModelRunner
     from lakewarden.jobs.gc import kept_figures, mark_committed
     from lakewarden.jobs.gc_uncommitted import mark_uncommitted
     from lakewarden.stores import StoreOptions
@@ -171,8 +170,7 @@ def mark_unified(
     )
     try:
         # one model runner for both marks: the nodes they share are executed once
-        if context.models is None:
-            context.models = ModelRunner(context.spark)
+        context.model_runner()
         committed = mark_committed(
             replace(context, job="gc-committed"), rules, retain_tags=retain_tags,
             report_dir=directory / "committed", figures=False,
