@@ -44,8 +44,7 @@ echo "== sqlfluff lint models tests" >&2
 # pytest in two steps. First the timing-sensitive tests (marked serial), alone. Then two pytest
 # processes side by side: the tests on the embedded Spark session (marked embedded by
 # python/tests/conftest.py: one driver JVM, warmed once) and every other test (the checks
-# service, the wheel and the cluster, parsers, subprocess runs; and the modules marked
-# second_session, on a session of that process's own, so the two take about as long). One process left a core idle
+# service, the wheel and the cluster, parsers, subprocess runs). One process left a core idle
 # about half the time: the Spark tests spend most of theirs on one thread. The second
 # process's output is printed when both are done; the command fails if either does.
 # pytest exits 5 when it selects no test: a selection (extra arguments) may leave a step empty,

@@ -63,15 +63,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
     Every test of a module that uses the embedded session (the ``spark`` fixture) is marked
     ``embedded``, before ``-m`` selects: scripts/test.sh runs ``-m embedded`` in one process
-    (one driver JVM, warmed once) and the other tests in a second process beside it. A module
-    marked ``second_session`` is not: it runs in the second process, which then starts a
-    session of its own."""
+    (one driver JVM, warmed once) and the other tests in a second process beside it."""
     items.sort(key=lambda item: any(item.get_closest_marker(name) for name in WHEEL_MARKERS))
     on_session = {getattr(item, "module", None) for item in items if "spark" in getattr(item, "fixturenames", ())}
     for item in items:
-        # a module marked second_session runs beside the others, on a session of that process's
-        # own: the embedded process alone took 25 of the suite's 26 minutes, the other 19
-        if getattr(item, "module", None) in on_session and not item.get_closest_marker("second_session"):
+        if getattr(item, "module", None) in on_session:
             item.add_marker(pytest.mark.embedded)
     return (yield)
 

@@ -29,8 +29,7 @@ from fake_lakefs import KEY, SECRET, FakeLakeFS, LocalNamespace, Namespace, serv
 from lakewarden.cli import main
 from test_stores_e2e import make_store, server  # noqa: F401 - server: a fixture (the stores' local servers)
 
-# second_session: its four stores take about 3 minutes, run beside the embedded process (conftest.py)
-pytestmark = [pytest.mark.spark, pytest.mark.second_session]
+pytestmark = pytest.mark.spark
 
 RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 10}, {"branch_id": "dev", "retention_days": 7}]}
 EXPIRED = {"file_2", "file_5", "file_9"}  # expired commits only
