@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from lakewarden.errors import BadInput
+from lakewarden.timestamps import rfc3339
 from lakewarden.safety import LAKEFS_DIR, ParsedURI, parse_uri
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -289,8 +290,12 @@ def _hidden(relative: "Column") -> "Column":
     expressions per row for the common key (an inventory of 1M keys: seconds)."""
     from pyspark.sql import functions as F
 
-    plain = ~(relative.contains("%") | relative.contains("+") | relative.contains("\\"))
-    return F.when(plain, _hidden_as_read(relative)).otherwise(_hidden_in_any_reading(relative))
+    return F.when(_plain(relative), _hidden_as_read(relative)).otherwise(_hidden_in_any_reading(relative))
+
+
+def _plain(relative: "Column") -> "Column":
+    """True for keys every reading reads the same (no ``%``, ``+`` or backslash)."""
+    return ~(relative.contains("%") | relative.contains("+") | relative.contains("\\"))
 
 
 def _hidden_in_any_reading(relative: "Column") -> "Column":
@@ -325,15 +330,66 @@ def _hidden_as_read(key: "Column") -> "Column":
     )
 
 
-def restrict_to_namespace(df: "DataFrame", key_column: str, ns: ParsedURI) -> "DataFrame":
-    """Rows whose raw key is strictly inside ``ns`` and not (under any reading) in ``_lakefs/``."""
+def restrict_to_namespace(df: "DataFrame", key_column: str, ns: ParsedURI, *, rereadable: bool = False) -> "DataFrame":
+    """Rows whose raw key is strictly inside ``ns`` and not (under any reading) in ``_lakefs/``.
+
+    ``rereadable``: ``df`` is files that cost little to read again (an inventory report's data
+    files, not a listing's list calls). The rows are then judged in two reads of them, the plain
+    keys by their raw reading's checks and the rest by every reading's, instead of one read
+    with a per-row choice between the two: the choice made the JVM compute parts of both for
+    every key (1M report keys, 2 cores: 3.7-5.2 s against 1.5-2.3 s). The same rows either way."""
     from pyspark.sql import functions as F
 
     prefix = _key_prefix(ns)
     key = F.col(key_column)
-    inside = key.startswith(prefix) if prefix else F.lit(True)
+    inside = key.isNotNull() & (key.startswith(prefix) if prefix else F.lit(True))
     relative = F.substring(key, len(prefix) + 1, 1 << 30)
-    return df.where(key.isNotNull() & inside & ~_hidden(relative))
+    if not rereadable:
+        return df.where(inside & ~_hidden(relative))
+    plain = _plain(relative)
+    return df.where(inside & plain & ~_hidden_as_read(relative)).unionAll(
+        df.where(inside & ~plain & ~_hidden_in_any_reading(relative))
+    )
+
+
+@dataclass(frozen=True)
+class Considered:
+    """What an optimized uncommitted run keeps of a storage inventory report: objects written
+    after ``cutoff`` (the previous run's storage cutoff), and objects ``previous`` lists (that
+    run's uncommitted inventory: one ``physical_address`` column). Everything else a range read
+    by some run referenced, and is no candidate either way."""
+
+    cutoff: datetime
+    previous: "DataFrame"
+
+
+def keep_considered(rows: "DataFrame", key_column: str, uri_root: str, considered: Considered) -> "DataFrame":
+    """``rows`` (raw keys in ``key_column``; an object's address is ``uri_root`` + key) cut to
+    ``considered``, before the namespace's checks: filters commute, so the same rows remain, and
+    the checks and the address's text then run on the tenth of a report the run keeps (1% churn)
+    instead of all of it. An unknown ``last_modified`` is not "written after": such an object
+    stays only when the previous inventory lists it (the models treat unknown age as young).
+
+    The cut rows are checkpointed locally (kept by the executors, memory then disk): Spark's
+    optimiser would otherwise push the later checks below the join, onto every row of the
+    report again. 1M report rows, 1% churn, 2 cores: 1.9-2.9 s against 3.8-4.5 s. A lost
+    executor fails the query; it cannot change a row."""
+    from pyspark.sql import functions as F
+
+    previous_keys = (
+        considered.previous.where(F.col("physical_address").startswith(uri_root))
+        .select(F.substring(F.col("physical_address"), len(uri_root) + 1, 1 << 30).alias("_previous_key"))
+        .distinct()
+    )
+    # the literal the models compare with (int_gc_uncommitted__candidate_objects)
+    cutoff = F.expr(f"to_timestamp('{rfc3339(considered.cutoff)}')")
+    written_since = F.coalesce(F.col("last_modified") > cutoff, F.lit(False))
+    cut = (
+        rows.join(previous_keys, F.col(key_column) == F.col("_previous_key"), "left")
+        .where(written_since | F.col("_previous_key").isNotNull())
+        .drop("_previous_key")
+    )
+    return cut.localCheckpoint(eager=False)
 
 
 # -- S3 Inventory -> DataFrame -----------------------------------------------------------------
@@ -350,8 +406,10 @@ def read_inventory(
     verify_data_files: bool = True,
     now: datetime | None = None,
     min_age: timedelta | None = None,
+    considered: Considered | None = None,
 ) -> "DataFrame":
-    """The objects an S3 Inventory report lists under ``storage_namespace`` (:data:`INVENTORY_SCHEMA`).
+    """The objects an S3 Inventory report lists under ``storage_namespace`` (:data:`INVENTORY_SCHEMA`),
+    only those ``considered`` when given (:func:`keep_considered`).
 
     Validates before reading: checksum, format, ``fileSchema`` with a Key, the inventory's
     bucket is the namespace's, its age when ``min_age`` is given (the same check as Azure's and
@@ -418,9 +476,12 @@ def read_inventory(
         (F.coalesce(marker, F.lit("false")) == truthy if marker is not None else F.lit(False)).alias("is_delete_marker"),
     )
     rows = rows.where((F.col("bucket") == ns.authority) & F.col("is_latest") & ~F.col("is_delete_marker"))
-    rows = restrict_to_namespace(rows, "key", ns)
+    root = f"s3://{ns.authority}/"
+    if considered is not None:
+        rows = keep_considered(rows, "key", root, considered)
+    rows = restrict_to_namespace(rows, "key", ns, rereadable=True)
     return rows.select(
-        F.concat(F.lit(f"s3://{ns.authority}/"), F.col("key")).alias("physical_address"),
+        F.concat(F.lit(root), F.col("key")).alias("physical_address"),
         F.col("size"),
         F.col("last_modified"),
     )
@@ -566,9 +627,12 @@ def storage_inventory(
     store_options: "StoreOptions | None" = None,
     now: datetime | None = None,
     min_age: timedelta | None = None,
+    considered: Considered | None = None,
 ) -> "DataFrame":
     """The inventory report at ``manifest`` when given (S3 Inventory, Azure Blob Inventory or a
     GCS inventory report, told apart by the manifest's fields), else a listing of the namespace.
+    ``considered``: only the objects an optimized run considers (:func:`keep_considered`), cut
+    from a report before its rows are checked.
     With ``min_age``, a report taken longer than that before ``now`` is bad input, whatever its
     kind (:func:`lakewarden.inventories.common.check_age`).
 
@@ -584,27 +648,36 @@ def storage_inventory(
         options = _store_options(s3_options, store_options)
         if inventory_kind(load_json(manifest, options)) in ("azure", "gcs"):
             return read_cloud_inventory(
-                spark, manifest, storage_namespace, store_options=options, work_dir=work_dir, now=now, min_age=min_age
+                spark, manifest, storage_namespace, store_options=options, work_dir=work_dir, now=now, min_age=min_age,
+                considered=considered,
             )
-        return read_inventory(spark, manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir, now=now, min_age=min_age)
+        return read_inventory(
+            spark, manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir, now=now, min_age=min_age,
+            considered=considered,
+        )
     if local_blockstore is None and store_options is not None:
         local_blockstore = store_options.local_blockstore
     root = blockstore_root(storage_namespace, local_blockstore)
     if root is None:
-        return list_namespace(spark, storage_namespace, s3_options=s3_options, parallelism=parallelism, store_options=store_options)
-    from pyspark.sql import functions as F
+        listed = list_namespace(spark, storage_namespace, s3_options=s3_options, parallelism=parallelism, store_options=store_options)
+    else:
+        from pyspark.sql import functions as F
 
-    listed = list_namespace(spark, to_file_uri(storage_namespace, root), parallelism=parallelism)
-    prefix = file_uri_prefix(root)
-    return listed.where(F.col("physical_address").startswith(prefix)).withColumn(
-        "physical_address", F.concat(F.lit("local://"), F.expr(f"substring(physical_address, {len(prefix) + 1})"))
-    )
+        on_disk = list_namespace(spark, to_file_uri(storage_namespace, root), parallelism=parallelism)
+        prefix = file_uri_prefix(root)
+        listed = on_disk.where(F.col("physical_address").startswith(prefix)).withColumn(
+            "physical_address", F.concat(F.lit("local://"), F.expr(f"substring(physical_address, {len(prefix) + 1})"))
+        )
+    # a listing is cut after its checks: its rows are listed once, not read again
+    return listed if considered is None else keep_considered(listed, "physical_address", "", considered)
 
 
 __all__: Sequence[str] = (
     "INVENTORY_SCHEMA",
     "Manifest",
+    "Considered",
     "ListUnit",
+    "keep_considered",
     "load_manifest",
     "parse_file_schema",
     "read_inventory",

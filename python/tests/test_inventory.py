@@ -347,6 +347,27 @@ def test_metadata_filter_fast_path_agrees_with_every_reading(spark: Any) -> None
     assert must_hide <= hidden and not must_keep & hidden
 
 
+def test_restriction_in_two_reads_keeps_the_rows_of_one(spark: Any) -> None:
+    """restrict_to_namespace's form for rereadable files (two filtered reads, plain keys and the
+    rest) keeps exactly the rows of its one-read form, on the grid's keys under a namespace, keys
+    outside it and a null key, each once."""
+    import itertools
+
+    from lakewarden.inventory import _namespace, restrict_to_namespace
+
+    ns = _namespace("s3://bucket/repo")
+    relative = {"/".join(parts) for size in (1, 2) for parts in itertools.product(_KEY_PARTS, repeat=size)}
+    keys = [f"repo/{key}" for key in sorted(relative)] + ["other/a", "repox/a", "repo", None]
+    frame = spark.createDataFrame([(key, i) for i, key in enumerate(keys)], "key string, n int")
+    one = sorted(tuple(row) for row in restrict_to_namespace(frame, "key", ns).collect())
+    two = sorted(tuple(row) for row in restrict_to_namespace(frame, "key", ns, rereadable=True).collect())
+    assert two == one
+    assert len({n for _, n in two}) == len(two)  # no row kept twice
+    kept = {key for key, _ in one}
+    assert "repo/a/B" in kept and not {"repo/_lakefs", "repo/a/..", "other/a", "repox/a"} & kept
+    assert any("%" in key or "+" in key for key in kept)  # the second read keeps rows too
+
+
 def test_each_reading_check_agrees_with_its_regular_expressions_as_first_written(spark: Any) -> None:
     """inventory._hidden_as_read runs each regular expression only on the keys holding what it
     needs to match; over the grid of keys (and their URL-decoded readings' shapes) it judges

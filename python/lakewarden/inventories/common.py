@@ -18,6 +18,8 @@ from lakewarden.safety import parse_uri
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from lakewarden.inventory import Considered
+
     from lakewarden.stores import StoreOptions
 
 FORMATS = {"csv": "CSV", "parquet": "Parquet"}
@@ -231,12 +233,14 @@ def _timestamp(column: "Column", kind: str) -> "Column":
 
 
 def to_storage_inventory(
-    spark: "SparkSession", inventory: CloudInventory, storage_namespace: str, paths: list[str]
+    spark: "SparkSession", inventory: CloudInventory, storage_namespace: str, paths: list[str],
+    considered: "Considered | None" = None,
 ) -> "DataFrame":
-    """Rows of ``paths`` as ``physical_address, size, last_modified``, only inside the namespace."""
+    """Rows of ``paths`` as ``physical_address, size, last_modified``, only inside the namespace
+    (and only those ``considered``, when given: :func:`lakewarden.inventory.keep_considered`)."""
     from pyspark.sql import functions as F
 
-    from lakewarden.inventory import restrict_to_namespace
+    from lakewarden.inventory import keep_considered, restrict_to_namespace
 
     if inventory.file_format == "CSV":
         df = spark.read.options(header="true", quote='"', escape='"', mode="PERMISSIVE", inferSchema="false").csv(paths)
@@ -257,7 +261,9 @@ def to_storage_inventory(
         (_timestamp(F.col(f"`{modified_col}`"), dtypes[modified_col]) if modified_col else F.lit(None).cast("timestamp")).alias("last_modified"),
     )
     ns = parse_uri(storage_namespace)
-    rows = restrict_to_namespace(rows, "_key", ns)
+    if considered is not None:
+        rows = keep_considered(rows, "_key", inventory.uri_root, considered)
+    rows = restrict_to_namespace(rows, "_key", ns, rereadable=True)
     return rows.select(F.concat(F.lit(inventory.uri_root), F.col("_key")).alias("physical_address"), "size", "last_modified")
 
 
@@ -270,8 +276,10 @@ def read_cloud_inventory(
     work_dir: str | os.PathLike[str] | None = None,
     now: datetime | None = None,
     min_age: timedelta | None = None,
+    considered: "Considered | None" = None,
 ) -> "DataFrame":
-    """The objects an Azure Blob Inventory or GCS inventory report lists under the namespace.
+    """The objects an Azure Blob Inventory or GCS inventory report lists under the namespace
+    (only those ``considered``, when given).
 
     Validates the manifest (format, fields, coverage of the namespace, age when ``min_age`` is
     given) before reading a row; any problem is :class:`BadInput` naming the file and field.
@@ -288,4 +296,4 @@ def read_cloud_inventory(
     if min_age is not None:
         inventory.check_age(now or datetime.now(timezone.utc), min_age)
     paths = local_copies(inventory, store_options, Path(work_dir) if work_dir else None)
-    return to_storage_inventory(spark, inventory, storage_namespace, paths)
+    return to_storage_inventory(spark, inventory, storage_namespace, paths, considered)

@@ -41,6 +41,7 @@ from lakewarden.state_tables import append_rows, qualified, state_lock
 from lakewarden.timestamps import from_spark
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.inventory import Considered
     from lakewarden.stores import StoreOptions
 
 log = logging.getLogger(__name__)
@@ -182,7 +183,8 @@ def _parse_manifest_time(manifest: str, options: "StoreOptions") -> datetime | N
 
 
 def read_storage(
-    context: JobContext, manifest: str | None, options: "StoreOptions", min_age: timedelta
+    context: JobContext, manifest: str | None, options: "StoreOptions", min_age: timedelta,
+    considered: "Considered | None" = None,
 ) -> tuple[Any, datetime]:
     """What storage holds under the namespace, and when it was observed: the inventory report
     at ``manifest`` (S3 Inventory, Azure Blob Inventory or a GCS inventory report, told apart by
@@ -192,6 +194,8 @@ def read_storage(
     A report (S3, Azure or GCS) that does not cover the namespace, is malformed, or was taken
     longer ago than ``--min-age`` allows is bad input naming the file and field (it cannot vouch
     for objects younger than ``--min-age``: every one of them must be kept).
+
+    ``considered``: an optimized run's cut (:class:`lakewarden.inventory.Considered`).
     """
     from lakewarden.inventory import storage_inventory
 
@@ -200,11 +204,12 @@ def read_storage(
     if manifest:
         storage = storage_inventory(
             context.spark, namespace, manifest, s3_options=options.s3_client_options(), store_options=options,
-            now=context.now, min_age=min_age,
+            now=context.now, min_age=min_age, considered=considered,
         )
         return storage, _parse_manifest_time(manifest, options) or observed_at
     storage = storage_inventory(
-        context.spark, namespace, None, store_options=options, local_blockstore=context.local_blockstore
+        context.spark, namespace, None, store_options=options, local_blockstore=context.local_blockstore,
+        considered=considered,
     )
     return storage, observed_at
 
@@ -249,35 +254,24 @@ def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None
 
 
 #: Whether an optimized run keeps only the considered objects of a *listing* before writing it
-#: (:func:`considered_storage`). An inventory report always is: at 1M rows and 1% churn the
-#: run writes a tenth. A listing is written as listed: it comes from the store's list calls,
-#: which cost far more than writing what they return, and on a small namespace the extra join
-#: cost 1.5 s of a 20 s run (the demo's sample). Either form marks the same objects: the models
-#: make the same test (tests exercise both).
+#: (:class:`lakewarden.inventory.Considered`). An inventory report always is, before its rows
+#: are checked: at 1M rows and 1% churn the checks and the write take a tenth. A listing is
+#: written as listed: it comes from the store's list calls, which cost far more than writing
+#: what they return, and on a small namespace the extra join cost 1.5 s of a 20 s run (the
+#: demo's sample). Either form marks the same objects: the models make the same test
+#: (``int_gc_uncommitted__candidate_objects``: the same cutoff literal, the same raw address;
+#: tests exercise both).
 KEEP_CONSIDERED_OF_LISTINGS = False
 
 
-def considered_storage(spark: Any, storage: Any, previous: PreviousRun) -> Any:
-    """The stored objects an optimized run considers, as the storage inventory it keeps: (b) those
-    written after the previous run's cutoff, and (a) those the previous uncommitted inventory
-    lists. The same test ``int_gc_uncommitted__candidate_objects`` makes (the same cutoff
-    literal, the same raw address), made before the storage table is written: at 1% churn a
-    tenth of storage is kept instead of all of it, and the models read that tenth. Every other
-    object was referenced by a range a previous run read, and is not a candidate either way."""
-    from pyspark.sql import functions as F
+def considered_of(spark: Any, previous: PreviousRun) -> "Considered":
+    """The stored objects an optimized run considers: (b) those written after the previous
+    run's cutoff, and (a) those the previous uncommitted inventory lists. Every other object
+    was referenced by a range a previous run read, and is not a candidate either way."""
+    from lakewarden.inventory import Considered
 
-    listed = (
-        spark.read.parquet(previous.uncommitted_inventory_location)
-        .select("physical_address")
-        .distinct()
-        .withColumn("_in_previous_inventory", F.lit(True))
-    )
-    written_since = F.coalesce(F.col("last_modified") > F.expr(f"to_timestamp('{rfc3339(previous.storage_cutoff)}')"), F.lit(False))
-    return (
-        storage.join(listed, "physical_address", "left")
-        .where(written_since | F.col("_in_previous_inventory").isNotNull())
-        .drop("_in_previous_inventory")
-    )
+    previous_addresses = spark.read.parquet(previous.uncommitted_inventory_location).select("physical_address")
+    return Considered(cutoff=previous.storage_cutoff, previous=previous_addresses)
 
 
 def previous_inventory(spark: Any, previous: PreviousRun) -> Any:
@@ -327,10 +321,13 @@ def mark_uncommitted(
     # Validate every input before anything is written: a bad manifest exits 2 and changes nothing,
     # and a snapshot that lacks a commit lakeFS's own GC keeps marks nothing (exit 1).
     context.check_lakefs_holds()
-    storage, observed_at = read_storage(context, manifest, options, min_age)
-    fingerprint = manifest_fingerprint(manifest, options) if manifest else None
     previous, mode_reason = (None, "--clean") if clean else find_previous_run(context, key)
     mode = "optimized" if previous is not None else "clean"
+    # an optimized run reads only what it considers of a report (a plan: nothing is read yet)
+    cut = previous is not None and (manifest or KEEP_CONSIDERED_OF_LISTINGS)
+    considered = considered_of(spark, previous) if cut and previous is not None else None
+    storage, observed_at = read_storage(context, manifest, options, min_age, considered)
+    fingerprint = manifest_fingerprint(manifest, options) if manifest else None
     same_report = previous is not None and fingerprint is not None and previous.inventory_fingerprint == fingerprint
     if same_report:
         assert previous is not None
@@ -361,8 +358,6 @@ def mark_uncommitted(
         if same_report:
             assert previous is not None
             storage = previous_inventory(spark, previous)
-        elif previous is not None and (manifest or KEEP_CONSIDERED_OF_LISTINGS):
-            storage = considered_storage(spark, storage, previous)
         storage.write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
         phase("storage_inventory")
         _point_table(spark, PREVIOUS_INVENTORY_TABLE, INVENTORY_DDL, previous.uncommitted_inventory_location if previous else None)
