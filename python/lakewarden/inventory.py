@@ -578,6 +578,44 @@ def plan_listing(
     return units
 
 
+#: A namespace of at most this many objects (outside ``_lakefs/``) is listed by the driver
+#: itself and handed to Spark as one Arrow table: a Spark-task listing starts Python workers
+#: and schedules a task per unit, 3.6 s for the demo's 746 objects. The driver lists the
+#: planned units until it has seen one object more than this, then drops what it listed and
+#: lets the tasks list everything: its memory stays bounded by this constant, and a large
+#: namespace pays at most this many objects' list calls twice (ten pages of 1,000).
+LIST_ON_DRIVER_UP_TO = 10_000
+
+
+def _listed_on_driver(
+    spark: "SparkSession", storage_namespace: str, options: "StoreOptions", units: list[ListUnit]
+) -> "DataFrame | None":
+    """The namespace's objects as a DataFrame when there are at most :data:`LIST_ON_DRIVER_UP_TO`
+    of them, else None (listed by the same lister the tasks run, unit by unit)."""
+    import pyarrow as pa
+
+    addresses: list[str] = []
+    sizes: list[int] = []
+    modified: list[datetime] = []
+    for address, size, last_modified in _Lister(storage_namespace, options)(iter(units)):
+        if len(addresses) >= LIST_ON_DRIVER_UP_TO:
+            return None
+        addresses.append(address)
+        sizes.append(size)
+        modified.append(last_modified)
+    table = pa.table(
+        {
+            "physical_address": pa.array(addresses, pa.string()),
+            "size": pa.array(sizes, pa.int64()),
+            "last_modified": pa.array(modified, pa.timestamp("us", tz="UTC")),
+        }
+    )
+    # an Arrow table becomes a local relation in the JVM (no Python worker)
+    return spark.createDataFrame(table).selectExpr(
+        "physical_address", "cast(size as long) as size", "cast(last_modified as timestamp) as last_modified"
+    )
+
+
 #: the schemes :func:`list_namespace` lists (``local://`` is listed as its ``file://`` directory)
 LISTABLE_SCHEMES = ("file", "s3", "https", "gs")
 
@@ -594,7 +632,8 @@ def list_namespace(
 
     The driver only plans prefixes (:func:`plan_listing`); tasks list them through the
     namespace's store (:mod:`lakewarden.stores`: ``os.walk``, S3 ListObjectsV2, Azure List
-    Blobs, GCS objects.list), so the listing never passes through the driver.
+    Blobs, GCS objects.list), so a listing of any size never passes through the driver. A
+    small namespace is the exception (:data:`LIST_ON_DRIVER_UP_TO`).
     """
     from pyspark.sql import functions as F
 
@@ -604,12 +643,17 @@ def list_namespace(
     if ns.scheme not in LISTABLE_SCHEMES:
         raise BadInput(f"cannot list {ns.scheme}:// namespaces", field="storage_namespace")
     options = _store_options({k: v for k, v in (s3_options or {}).items() if v is not None}, store_options)
-    ensure_python_workers(spark)
     target = max(parallelism or spark.sparkContext.defaultParallelism * 8, 1)
     units = plan_listing(storage_namespace, target_units=target, store_options=options)
-    log.info("listing %s in %d unit(s)", storage_namespace, len(units))
-    rdd = spark.sparkContext.parallelize(units, max(1, min(len(units), target))).mapPartitions(_Lister(storage_namespace, options))
-    listed = spark.createDataFrame(rdd, INVENTORY_SCHEMA)
+    small = _listed_on_driver(spark, storage_namespace, options, units)
+    if small is not None:
+        log.info("listing %s on the driver: %d unit(s), at most %d objects", storage_namespace, len(units), LIST_ON_DRIVER_UP_TO)
+        listed = small
+    else:
+        log.info("listing %s in %d unit(s)", storage_namespace, len(units))
+        ensure_python_workers(spark)
+        rdd = spark.sparkContext.parallelize(units, max(1, min(len(units), target))).mapPartitions(_Lister(storage_namespace, options))
+        listed = spark.createDataFrame(rdd, INVENTORY_SCHEMA)
     # raw keys/paths, as resolve_physical joins them: file://<path>, <scheme>://<authority>/<key>
     with_key = listed.withColumn("_key", F.expr(f"substring(physical_address, {len(_uri_root(ns)) + 1})"))
     return restrict_to_namespace(with_key, "_key", ns).select("physical_address", "size", "last_modified")

@@ -270,7 +270,18 @@ def test_inventory_from_s3(utc_spark: Any, s3_endpoint: str, tmp_path: Path) -> 
         read_inventory(utc_spark, location, NS, s3_options=s3_options(s3_endpoint), work_dir=tmp_path / "work2")
 
 
-def test_list_s3_namespace(utc_spark: Any, s3_endpoint: str) -> None:
+@pytest.fixture(params=["driver", "tasks"])
+def listed_by(request: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each listing test runs twice: a small namespace listed by the driver (the default for
+    these few objects) and by Spark tasks (as a namespace above the driver's bound is)."""
+    from lakewarden import inventory
+
+    if request.param == "tasks":
+        monkeypatch.setattr(inventory, "LIST_ON_DRIVER_UP_TO", 0)
+    return str(request.param)
+
+
+def test_list_s3_namespace(utc_spark: Any, s3_endpoint: str, listed_by: str) -> None:
     bucket = new_bucket(s3_endpoint)
     inside = [f"repo/ns/data/g{g}/obj-{i}" for g in range(4) for i in range(5)] + ["repo/ns/top-level", "repo/ns/data/direct"]
     put_keys(s3_endpoint, bucket, inside + ["repo/ns/_lakefs/meta", "repo/ns/_lakefs/deep/x", "repo/nsx/other", "elsewhere"])
@@ -283,7 +294,7 @@ def test_list_s3_namespace(utc_spark: Any, s3_endpoint: str) -> None:
     assert list_keys(s3_endpoint, bucket, "repo/ns/_lakefs/")  # untouched, just not listed
 
 
-def test_list_local_namespace(utc_spark: Any, tmp_path: Path) -> None:
+def test_list_local_namespace(utc_spark: Any, tmp_path: Path, listed_by: str) -> None:
     ns = tmp_path / "ns"
     files = [ns / "data" / f"g{g}" / f"f{i}" for g in range(3) for i in range(3)] + [ns / "top", ns / "data" / "sp ace%20"]
     for i, path in enumerate(files):
@@ -301,6 +312,25 @@ def test_list_local_namespace(utc_spark: Any, tmp_path: Path) -> None:
     rows = _rows(list_namespace(utc_spark, ns.as_uri(), parallelism=2))
     expected = {(f"file://{p}", i, datetime.fromtimestamp(T0.timestamp() + i, tz=timezone.utc)) for i, p in enumerate(files)}
     assert rows == expected
+
+
+def test_listing_above_the_driver_bound_is_listed_by_tasks(utc_spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One object more than the driver's bound: the driver gives up, Spark tasks list them all."""
+    from lakewarden import inventory
+
+    ns = tmp_path / "ns"
+    for i in range(5):
+        (ns / f"d{i % 2}").mkdir(parents=True, exist_ok=True)
+        (ns / f"d{i % 2}" / f"f{i}").write_bytes(b"x")
+    monkeypatch.setattr(inventory, "LIST_ON_DRIVER_UP_TO", 4)
+    parallelized: list[int] = []
+    real = utc_spark.sparkContext.parallelize
+    monkeypatch.setattr(utc_spark.sparkContext, "parallelize", lambda data, *a: parallelized.append(len(data)) or real(data, *a))
+    rows = _rows(list_namespace(utc_spark, ns.as_uri(), parallelism=2))
+    assert len(rows) == 5 and parallelized
+    monkeypatch.setattr(inventory, "LIST_ON_DRIVER_UP_TO", 5)
+    parallelized.clear()
+    assert _rows(list_namespace(utc_spark, ns.as_uri(), parallelism=2)) == rows and not parallelized
 
 
 def test_planning_bounds_driver_listing(tmp_path: Path) -> None:
