@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from lakewarden.commit_graph import DANGLING, set_bits
 from lakewarden.errors import error_line
@@ -210,6 +212,32 @@ def write_figures(
         log.warning("figures.json not written in %s: %s", report_dir, error_line(exc))
         log.debug("figures failure", exc_info=True)
         return None
+
+
+@contextmanager
+def drawn_beside(draw: "Callable[[], object] | None") -> Iterator[None]:
+    """Draw the report's figures (``draw``, e.g. a :func:`write_figures` call) on a thread while
+    the with-block writes the run's other outputs. Spark takes both threads' queries on the
+    one session, so the figures' short jobs run in the gaps of the writes instead of after
+    them. The block's end waits for the figures, error or not: a report is finished only once
+    its figures are written or their absence is logged. ``None``: nothing to draw."""
+    if draw is None:
+        yield
+        return
+
+    def run() -> None:
+        try:
+            draw()
+        except Exception as exc:  # noqa: BLE001 - the figures are a view; the run's outcome is not their business
+            log.warning("report figures not drawn: %s", error_line(exc))
+            log.debug("figures failure", exc_info=True)
+
+    thread = threading.Thread(target=run, name="report-figures", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
 
 
 READ_RANGES_KEPT_NOTE = (

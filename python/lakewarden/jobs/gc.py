@@ -13,7 +13,7 @@ from lakewarden.gc_rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.report import Report, default_report_dir, write_single_csv
-from lakewarden.report_figures import write_figures
+from lakewarden.report_figures import drawn_beside, write_figures
 from lakewarden.timestamps import rfc3339
 from lakewarden.snapshot import register_rows
 
@@ -148,17 +148,14 @@ def mark_committed(
             F.count("*").alias("commits"), F.sum(F.col("is_active").cast("int")).alias("active")
         ).first()
         totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
-        report.write_addresses(
-            marked.select(*MARKED_COLUMNS)
-        )
-        if figures:
-            kept_figures(context, report, marked, location)
-        write_single_csv(
-            commits.select("commit_id", "created_at", "is_active", "reason"),
-            report.directory / "commits.csv",
-            sort_by=["created_at", "commit_id"],
-        )
-        write_lakefs_outputs(context, commits, marked)
+        with drawn_beside((lambda: kept_figures(context, report, marked, location)) if figures else None):
+            report.write_addresses(marked.select(*MARKED_COLUMNS))
+            write_single_csv(
+                commits.select("commit_id", "created_at", "is_active", "reason"),
+                report.directory / "commits.csv",
+                sort_by=["created_at", "commit_id"],
+            )
+            write_lakefs_outputs(context, commits, marked)
         result = CommittedGcResult(
             report=report,
             commits=int(counts["commits"] or 0),

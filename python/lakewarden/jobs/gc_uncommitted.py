@@ -36,7 +36,7 @@ from lakewarden.jobs.common import (
 )
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.report import Report, write_json_atomic
-from lakewarden.report_figures import write_figures
+from lakewarden.report_figures import drawn_beside, write_figures
 from lakewarden.state_tables import append_rows, qualified, state_lock
 from lakewarden.timestamps import from_spark
 
@@ -374,32 +374,35 @@ def mark_uncommitted(
         phase("models")
         run = context.table("uncommitted_gc_run").first().asDict()
         marked = context.table("uncommitted_gc_marked_addresses")
-        report.write_addresses(
-            marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "candidate_source")
+        # kept: the uncommitted objects this run considered and keeps (staged, younger than
+        # --min-age, or not deletable); the committed ones are kept by definition and not read
+        # again for a figure. Marked objects are on no commit: no branch to trace.
+        kept = (
+            context.table("uncommitted_gc_inventory")
+            .join(marked.select("physical_address"), "physical_address", "left_anti")
+            .select(F.col("last_modified_at").alias("earliest_modified_at"), "size_bytes")
         )
-        if figures:
-            # kept: the uncommitted objects this run considered and keeps (staged, younger than
-            # --min-age, or not deletable); the committed ones are kept by definition and not
-            # read again for a figure. Marked objects are on no commit: no branch to trace.
-            kept = (
-                context.table("uncommitted_gc_inventory")
-                .join(marked.select("physical_address"), "physical_address", "left_anti")
-                .select(F.col("last_modified_at").alias("earliest_modified_at"), "size_bytes")
-            )
+
+        def draw() -> None:
             write_figures(
                 report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
                 kept=kept, kept_note=KEPT_UNCOMMITTED_NOTE, on_commits=False,
             )
-        phase("report")
-        # lakeFS-style outputs: the uncommitted inventory file, the ranges read, what was marked
+
+        # lakeFS-style outputs: the uncommitted inventory file, the ranges read, what was marked;
+        # the report's figures are drawn beside them (one phase: they overlap)
         inventory_dir = output_dir / "uncommitted"
         ranges_dir = output_dir / "ranges"
-        context.table("uncommitted_gc_inventory").select(
-            "physical_address", F.col("size_bytes").alias("size"), F.col("last_modified_at").alias("last_modified")
-        ).write.mode("overwrite").parquet(str(inventory_dir))
-        context.table("uncommitted_gc_read_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
-        marked.select("address").write.mode("overwrite").parquet(str(output_dir / "deleted"))
-        phase("outputs")
+        with drawn_beside(draw if figures else None):
+            report.write_addresses(
+                marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "candidate_source")
+            )
+            context.table("uncommitted_gc_inventory").select(
+                "physical_address", F.col("size_bytes").alias("size"), F.col("last_modified_at").alias("last_modified")
+            ).write.mode("overwrite").parquet(str(inventory_dir))
+            context.table("uncommitted_gc_read_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
+            marked.select("address").write.mode("overwrite").parquet(str(output_dir / "deleted"))
+        phase("report_and_outputs")
         last_commit_at = from_spark(run["last_commit_created_at"])
         bound = min(context.now, observed_at)
         cutoff = max(bound, last_commit_at + STORAGE_CLOCK_SKEW) if last_commit_at is not None else bound

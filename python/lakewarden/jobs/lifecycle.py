@@ -30,7 +30,7 @@ from lakewarden.jobs.common import (
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.report import Report, default_report_dir
-from lakewarden.report_figures import READ_RANGES_KEPT_NOTE, kept_in_ranges, write_figures
+from lakewarden.report_figures import READ_RANGES_KEPT_NOTE, drawn_beside, kept_in_ranges, write_figures
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
 from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark
@@ -227,32 +227,36 @@ def mark_lifecycle(
         marked = context.table("lifecycle_marked_addresses")
         totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
         num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
-        report.write_addresses(
-            marked.select(
-                "address",
-                "address_type",
-                "physical_address",
-                "size_bytes",
-                "last_modified_at",
-                F.array_join("paths", ";").alias("paths"),
-                F.array_join("matched_rules", ";").alias("matched_rules"),
-                "path_count",
-            )
-        )
         # kept: the objects of the ranges this run read (none in a run that reads no range)
         read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
-        write_figures(
-            report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
-            kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
-        )
+
+        def draw() -> None:
+            write_figures(
+                report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
+                kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
+            )
+
         base = output_base(context)
         run_date = context.now.astimezone(timezone.utc).date().isoformat()
-        (
-            marked.select("run_id", "address", "physical_address", "paths", "matched_rules", F.lit(run_date).alias("date"))
-            .write.mode("append")
-            .partitionBy("date")
-            .parquet(str(base / "addresses"))
-        )
+        with drawn_beside(draw):
+            report.write_addresses(
+                marked.select(
+                    "address",
+                    "address_type",
+                    "physical_address",
+                    "size_bytes",
+                    "last_modified_at",
+                    F.array_join("paths", ";").alias("paths"),
+                    F.array_join("matched_rules", ";").alias("matched_rules"),
+                    "path_count",
+                )
+            )
+            (
+                marked.select("run_id", "address", "physical_address", "paths", "matched_rules", F.lit(run_date).alias("date"))
+                .write.mode("append")
+                .partitionBy("date")
+                .parquet(str(base / "addresses"))
+            )
         ledger.record("marked", num_marked=num_marked)
         report.update(num_marked=num_marked, bytes_marked=bytes_marked, stats=str(stats_path(context, base)), **figures)
         report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
