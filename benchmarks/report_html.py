@@ -42,13 +42,14 @@ def rules_for(days: int) -> dict:
     return {"default_retention_days": days, "branches": []}
 
 
-def report_for(workdir: Path, entries: int, slots: int, seed: int, days: int) -> Path:
-    """The report directory of one committed GC dry run on the sample (cached by parameters)."""
+def report_for(workdir: Path, entries: int, slots: int, seed: int, days: int) -> tuple[Path, bool]:
+    """The report directory of one committed GC dry run on the sample (cached by parameters),
+    and whether this call ran the job (False: an earlier run's report, reused)."""
     sample = bench_sample(sample_dir(workdir, entries=entries, slots=slots, seed=seed), entries=entries, slots=slots, seed=seed)
     run = workdir / f"report-html-{entries}-slots{slots}-seed{seed}-days{days}"
     report = run / "report"
     if (report / "figures.json").is_file() and (report / REPORT_HTML).is_file():
-        return report
+        return report, False
     if run.exists():
         shutil.rmtree(run)
     run.mkdir(parents=True)
@@ -63,7 +64,7 @@ def report_for(workdir: Path, entries: int, slots: int, seed: int, days: int) ->
     if done.returncode != 0:
         raise SystemExit(f"lakewarden gc committed failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
     print(f"  the job ran {time.perf_counter() - started:.1f} s (not counted)", flush=True)
-    return report
+    return report, True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,15 +78,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    report = report_for(workdir, args.entries, args.slots, args.seed, args.days)
+    report, fresh = report_for(workdir, args.entries, args.slots, args.seed, args.days)
     summary = json.loads((report / "summary.json").read_text())
     figures = json.loads((report / "figures.json").read_text())
     mtime = {name: (report / name).stat().st_mtime for name in ("addresses.csv", "summary.json", REPORT_HTML)}
     print(f"== {report}: {summary['num_marked']:,} marked of {args.entries:,} entries; figures.json "
           f"{(report / 'figures.json').stat().st_size:,} bytes")
     print(f"  figures (Spark, in the mark session)        {figures.get('seconds', float('nan')):8.2f} s")
-    print(f"  in the run: addresses.csv -> report.html    {mtime[REPORT_HTML] - mtime['addresses.csv']:8.2f} s  (figures included)")
-    print(f"  in the run: summary.json  -> report.html    {mtime[REPORT_HTML] - mtime['summary.json']:8.2f} s")
+    if fresh:
+        print(f"  in the run: addresses.csv -> report.html    {mtime[REPORT_HTML] - mtime['addresses.csv']:8.2f} s  (figures included)")
+        print(f"  in the run: summary.json  -> report.html    {mtime[REPORT_HTML] - mtime['summary.json']:8.2f} s")
+    else:
+        # an earlier invocation's re-renders rewrote report.html: its file times say nothing of the run
+        print("  in the run: not measured (the report of an earlier run, reused; delete it to measure)")
 
     seconds = []
     for _ in range(max(1, args.repeat)):
