@@ -197,8 +197,12 @@ def write_snapshot(directory: Path, commits: list[Commit], staged: Group, reuse:
                     if rows >= CHUNK:
                         writer.write_table(pa.concat_tables(batch))
                         batch, rows = [], 0
-            if batch:
-                writer.write_table(pa.concat_tables(batch))
+                # a row group per range, as in a snapshot `lakewarden extract` writes (a file per
+                # range): a run that reads a few ranges skips the others' row groups by their
+                # range_id statistics, as it would on a real snapshot
+                if batch:
+                    writer.write_table(pa.concat_tables(batch))
+                    batch, rows = [], 0
         parts.append(part)
     _write(
         directory / "commits.parquet",
