@@ -122,6 +122,36 @@ def arrow_rows(table: str, rows: Sequence[Sequence[Any]]) -> Any:
     return pa.Table.from_arrays(arrays, names=[name for name, _ in columns])
 
 
+def state_rows(state: Path, table: str) -> list[dict[str, Any]]:
+    """Every row of a small state table (a run history: a row a run), read with pyarrow from its
+    Parquet files, no Spark job: the declared columns (None where an older file lacks one), and
+    times as UTC datetimes (a file without a zone on its times, as Spark's INT96, holds UTC).
+    Not for tables that grow with the repository."""
+    import pyarrow.parquet as pq
+
+    from lakewarden.snapshot import source_columns
+
+    columns = [name for name, _ in source_columns("lakewarden")[table]]
+    directory = table_location(Path(state), table)
+    if not directory.is_dir():
+        return []
+    rows: list[dict[str, Any]] = []
+    for file in sorted(directory.rglob("*.parquet")):
+        if any(part.startswith((".", "_")) for part in file.relative_to(directory).parts):
+            continue  # a file being written (write_parquet_part) or Spark's own
+        data = pq.read_table(file)
+        present = [name for name in columns if name in data.column_names]
+        for record in data.select(present).to_pylist():
+            rows.append({name: _utc(record.get(name)) for name in columns})
+    return rows
+
+
+def _utc(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value
+
+
 def parquet_rows(directory: Path) -> int:
     """Rows of a Parquet directory from its files' footers (no scan, no Spark job)."""
     import pyarrow.parquet as pq

@@ -62,3 +62,38 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path: Path) -> None:
 
 def test_tables_live_under_the_state_dir(tmp_path: Path) -> None:
     assert table_location(tmp_path, "uncommitted_gc_runs") == tmp_path / "tables" / "uncommitted_gc_runs"
+
+
+def test_state_rows_reads_a_small_table_without_spark(tmp_path: Path) -> None:
+    """A run history read with pyarrow: declared columns (None where an older file lacks one),
+    times in UTC whether or not the file has a zone on them, files being written skipped."""
+    from datetime import datetime, timezone
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lakewarden.state_tables import arrow_rows, state_rows, write_parquet_part
+
+    table = "uncommitted_gc_runs"
+    assert state_rows(tmp_path, table) == []
+    directory = table_location(tmp_path, table)
+    moment = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    columns = [field.name for field in arrow_rows(table, []).schema]
+    row = tuple(
+        moment if name in ("run_at", "storage_observed_at", "storage_cutoff", "finished_at") else
+        False if name == "dry_run" else 7 if name in ("min_age_seconds", "num_marked") else
+        None if name == "last_commit_created_at" else f"{name}-1"
+        for name in columns
+    )
+    write_parquet_part(directory, arrow_rows(table, [row]))
+    # an older file: no inventory_fingerprint, times without a zone (as Spark's INT96 reads)
+    pq.write_table(pa.table({"run_id": ["run-0"], "storage_namespace": ["ns"], "run_at": [moment.replace(tzinfo=None)]}),
+                   directory / "part-older.parquet")
+    pq.write_table(pa.table({"run_id": ["half-written"]}), directory / ".part-partial.parquet.tmp.parquet")
+
+    rows = {r["run_id"]: r for r in state_rows(tmp_path, table)}
+    assert set(rows) == {"run_id-1", "run-0"}
+    assert rows["run_id-1"]["run_at"] == moment and rows["run_id-1"]["dry_run"] is False
+    assert rows["run_id-1"]["inventory_fingerprint"] == "inventory_fingerprint-1"
+    assert rows["run-0"]["run_at"] == moment and rows["run-0"]["run_at"].tzinfo is not None
+    assert rows["run-0"]["inventory_fingerprint"] is None and rows["run-0"]["finished_at"] is None

@@ -237,10 +237,10 @@ def to_storage_inventory(
     considered: "Considered | None" = None,
 ) -> "DataFrame":
     """Rows of ``paths`` as ``physical_address, size, last_modified``, only inside the namespace
-    (and only those ``considered``, when given: :func:`lakewarden.inventory.keep_considered`)."""
+    (and only those ``considered``, when given: :func:`lakewarden.inventory.report_rows_in_namespace`)."""
     from pyspark.sql import functions as F
 
-    from lakewarden.inventory import keep_considered, restrict_to_namespace
+    from lakewarden.inventory import report_rows_in_namespace
 
     if inventory.file_format == "CSV":
         df = spark.read.options(header="true", quote='"', escape='"', mode="PERMISSIVE", inferSchema="false").csv(paths)
@@ -261,9 +261,7 @@ def to_storage_inventory(
         (_timestamp(F.col(f"`{modified_col}`"), dtypes[modified_col]) if modified_col else F.lit(None).cast("timestamp")).alias("last_modified"),
     )
     ns = parse_uri(storage_namespace)
-    if considered is not None:
-        rows = keep_considered(rows, "_key", inventory.uri_root, considered)
-    rows = restrict_to_namespace(rows, "_key", ns, rereadable=True)
+    rows = report_rows_in_namespace(rows, "_key", inventory.uri_root, ns, considered)
     return rows.select(F.concat(F.lit(inventory.uri_root), F.col("_key")).alias("physical_address"), "size", "last_modified")
 
 

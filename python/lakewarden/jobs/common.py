@@ -162,6 +162,23 @@ class JobContext:
             return [str(name) for name in pq.read_table(files["branches"], columns=["branch_id"]).column("branch_id").to_pylist()]
         return [row[0] for row in self.spark.table(f"{SNAPSHOT_SCHEMA}.branches").select("branch_id").collect()]
 
+    def has_commit(self, commit_id: str) -> bool:
+        """Whether the snapshot holds ``commit_id``: read with pyarrow from the checked snapshot's
+        Parquet (the commit_id column, filtered as it is read), else asked of Spark."""
+        files = self.snapshot.table_files
+        commits = files.get("commits")
+        if commits is not None and commits.suffix == ".parquet":
+            import pyarrow.dataset as ds
+
+            found = ds.dataset(commits, format="parquet").to_table(
+                columns=["commit_id"], filter=ds.field("commit_id") == commit_id
+            )
+            return found.num_rows > 0
+        from pyspark.sql import functions as F
+
+        table = self.spark.table(f"{SNAPSHOT_SCHEMA}.commits")
+        return table.where(F.col("commit_id") == commit_id).limit(1).count() > 0
+
     def check_lakefs_holds(self) -> None:
         """Refuse (exit 1) when a commit lakeFS's GC keeps is missing from the snapshot or has
         another metarange there (see lakewarden.lakefs_answer)."""
