@@ -53,11 +53,11 @@ active_range_entries as (
     from {{ ref('stg_lakefs__ranges') }} as ranges
     left semi join active_ranges on ranges.range_id = active_ranges.range_id
     -- the same ranges again, as a list the Parquet reader can skip the others' files and row groups by
-    where ranges.range_id in ({{ range_list(
+    where {{ skip_to_ranges('ranges.range_id',
         "select distinct metaranges.range_id from " ~ ref('gc_commits') ~ " as commits"
         ~ " inner join " ~ ref('stg_lakefs__metaranges') ~ " as metaranges"
         ~ " on commits.meta_range_id = metaranges.meta_range_id where commits.is_active"
-    ) }})
+    ) }}
 
 ),
 

@@ -392,7 +392,8 @@ class ModelRunner:
         self._count(1)
         try:
             if self.range_lists and "lakewarden range list" in statement:
-                self._count(len(RANGE_LIST.findall(statement)))  # each list is a query of its own
+                # each list is a query of its own
+                self._count(len(RANGE_LIST.findall(statement)) + len(JOINED_RANGE_LIST.findall(statement)))
                 statement, lists = with_range_lists(self.spark, statement)
                 if lists:
                     log.debug("%s %s: %d range list(s) as literals", node.resource_type, node.name, lists)
@@ -479,6 +480,11 @@ class ModelRunner:
 
 #: how macros/range_list.sql marks a subquery selecting range ids
 RANGE_LIST = re.compile(r"/\* lakewarden range list \*/(?P<query>.*?)/\* end of lakewarden range list \*/", re.DOTALL)
+#: how macros/range_list.sql's skip_to_ranges writes ``column in (list)`` for ranges a join selects already
+JOINED_RANGE_LIST = re.compile(
+    r"(?P<column>[\w.`]+) in \(/\* lakewarden range list, also joined \*/(?P<query>.*?)/\* end of lakewarden range list \*/\)",
+    re.DOTALL,
+)
 #: a job's runner executes this many nodes at once (each once the nodes it depends on are done).
 #: Measured on 2 cores, quiet: ``lakewarden demo`` 46-51 s against 55-61 s one at a time (3 at
 #: once: 44-49 s); ``gc committed`` at 1M entries 26.6-27.2 s against 29.3-30.2 s, the same
@@ -509,23 +515,33 @@ def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIS
     """``code`` with each range-list subquery (macros/range_list.sql) replaced by the ids it
     selects, as literals, when they are at most ``limit`` (none: a null, which selects no row);
     and how many lists were replaced. A longer list keeps its subquery: the same ranges, only
-    without the Parquet reader's skipping. Each subquery reads tables this build made already
-    (the node's parents) and returns range ids, never addresses."""
+    without the Parquet reader's skipping. A longer list of ranges a join selects already
+    (skip_to_ranges) becomes ``true`` instead: the join gives the same rows, where the subquery
+    would be planned as a second join shuffling every entry. Each subquery reads tables this
+    build made already (the node's parents) and returns range ids, never addresses."""
     from lakewarden.snapshot import sql_string
 
     replaced = 0
 
-    def literal(match: "re.Match[str]") -> str:
+    def ids_of(query: str) -> str | None:
         nonlocal replaced
-        ids = collect_range_ids(spark.sql(f"select * from ({match.group('query')}) range_list"), limit=limit)
+        ids = collect_range_ids(spark.sql(f"select * from ({query}) range_list"), limit=limit)
         if ids is None:
-            return match.group(0)
+            return None
         replaced += 1
         if not ids:
             return "null"
         return ", ".join(str(int(value)) if isinstance(value, int) else sql_string(value) for value in ids)
 
-    return RANGE_LIST.sub(literal, code), replaced
+    def joined(match: "re.Match[str]") -> str:
+        ids = ids_of(match.group("query"))
+        return "true" if ids is None else f"{match.group('column')} in ({ids})"
+
+    def literal(match: "re.Match[str]") -> str:
+        ids = ids_of(match.group("query"))
+        return match.group(0) if ids is None else ids
+
+    return RANGE_LIST.sub(literal, JOINED_RANGE_LIST.sub(joined, code)), replaced
 
 
 def _first_line(exc: BaseException) -> str:

@@ -231,6 +231,27 @@ def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark
     assert sorted(row.id for row in spark.sql(as_literals).collect()) == [0, 1, 2]
 
 
+def test_a_list_of_ranges_a_join_selects_already_is_dropped_when_long(spark):
+    """skip_to_ranges: literals while short; a long list becomes `true` (the join selects the
+    same rows), never a subquery Spark would plan as a second join of every entry."""
+    spark.sql("select concat('r', cast(id % 4 as string)) as range_id from range(40)").createOrReplaceTempView("joined_list_ids")
+    code = (
+        "select entries.range_id from joined_list_ids as entries "
+        "left semi join (select 'r1' as range_id union all select 'r2') as chosen on entries.range_id = chosen.range_id "
+        "where entries.range_id in "
+        "(/* lakewarden range list, also joined */ select 'r1' union all select 'r2' /* end of lakewarden range list */)"
+    )
+    expected = sorted(row.range_id for row in spark.sql(code).collect())
+    assert expected == ["r1"] * 10 + ["r2"] * 10
+
+    short, count = with_range_lists(spark, code)
+    assert count == 1 and "entries.range_id in ('r1', 'r2')" in short and "also joined" not in short
+    long, count = with_range_lists(spark, code, limit=1)
+    assert count == 0 and "where true" in long and "also joined" not in long
+    for statement in (short, long):
+        assert sorted(row.range_id for row in spark.sql(statement).collect()) == expected
+
+
 def test_a_broken_model_is_one_line_naming_it(spark):
     runner = ModelRunner(spark)
     with pytest.raises(ModelFailed, match=r"^model broken failed: .*no_such_column") as caught:

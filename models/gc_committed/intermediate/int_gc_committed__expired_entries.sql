@@ -36,7 +36,7 @@ expired_range_entries as (
     from ranges
     left semi join expired_ranges on ranges.range_id = expired_ranges.range_id
     -- the same ranges again, as a list the Parquet reader can skip the others' files and row groups by
-    where ranges.range_id in ({{ range_list("select range_id from " ~ ref('int_gc_committed__range_liveness') ~ " where not is_live") }})
+    where {{ skip_to_ranges('ranges.range_id', "select range_id from " ~ ref('int_gc_committed__range_liveness') ~ " where not is_live") }}
 
 ),
 

@@ -67,13 +67,13 @@ computed_windows as (
     from ranges
     left semi join unknown_ranges on ranges.range_id = unknown_ranges.range_id
     -- the same ranges again, as a list the Parquet reader can skip the others' files and row groups by
-    where ranges.range_id in ({{ range_list(
+    where {{ skip_to_ranges('ranges.range_id',
         "select metaranges.range_id from " ~ ref('stg_lakefs__metaranges') ~ " as metaranges"
         ~ " left anti join (select kept.range_id from " ~ ref('stg_lakewarden__range_windows') ~ " as kept"
         ~ " inner join " ~ ref('stg_lakefs__repository') ~ " as repository"
         ~ " on kept.storage_namespace = repository.storage_namespace_root) as kept_here"
         ~ " on metaranges.range_id = kept_here.range_id where metaranges.range_id is not null"
-    ) }})
+    ) }}
     group by ranges.range_id
 
 ),

@@ -64,7 +64,7 @@ scanned_entries as (
     from ranges
     inner join scanned_ranges on ranges.range_id = scanned_ranges.range_id
     -- the same ranges again, as a list the Parquet reader can skip the others' files and row groups by
-    where ranges.range_id in ({{ range_list("select range_id from " ~ ref('int_lifecycle__read_ranges') ~ " where is_read") }})
+    where {{ skip_to_ranges('ranges.range_id', "select range_id from " ~ ref('int_lifecycle__read_ranges') ~ " where is_read") }}
 
 ),
 
