@@ -124,14 +124,55 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+def _pss_kb(pid: int) -> int | None:
+    """Proportional set size: each page shared with other processes counted by its share.
+    None where /proc does not say (then the caller counts RSS)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _exe(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of ``pid`` and all its descendants (the JVM a PySpark driver starts
-    is a child of the Python process), in MB."""
+    is a child of the Python process), in MB.
+
+    A child that runs its parent's executable is a fork sharing its parent's pages (a JVM
+    starting a command shows such a child, with the JVM's whole RSS, until the command's exec;
+    so do forked Python workers). Such a parent and child count their proportional set size
+    instead of RSS, so a shared page counts once. Summing RSS made the JVM of a lifecycle run
+    count twice now and then: peaks of 4.7-6.0 GB against 2.3-3.4 GB for the same run (a
+    child named after the JVM thread that forked it, ``ResultQueryStag``, held 2,277 MB beside
+    the JVM's 2,277 MB). Reading PSS costs 20-60 ms for a 2 GB JVM, so only such pairs pay it."""
     tree = _children()
+    shared: set[int] = set()
+    stack = [pid]
+    while stack:
+        current = stack.pop()
+        children = tree.get(current, ())
+        stack.extend(children)
+        if not children:
+            continue
+        executable = _exe(current)
+        for child in children:
+            if executable is not None and _exe(child) == executable:
+                shared.update((current, child))
     total, stack = 0, [pid]
     while stack:
         current = stack.pop()
-        total += _rss_kb(current)
+        pss = _pss_kb(current) if current in shared else None
+        total += _rss_kb(current) if pss is None else pss
         stack.extend(tree.get(current, ()))
     return total / 1024
 

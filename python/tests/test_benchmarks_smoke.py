@@ -50,6 +50,21 @@ def test_tree_rss_counts_a_process_and_its_children() -> None:
     assert run.seconds >= 1.5
 
 
+def test_tree_memory_counts_pages_a_fork_shares_with_its_parent_once() -> None:
+    """A forked child before any exec shares its parent's pages (as a JVM's child does until
+    its command's exec): the tree holds 200 MB, not twice that."""
+    common = load_benchmark("common")
+    script = (
+        "import os, time; b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); "
+        "pid = os.fork()\n"
+        "if pid == 0:\n    time.sleep(2.0); os._exit(0)\n"
+        "os.waitpid(pid, 0)"
+    )
+    run = common.run_measured([sys.executable, "-c", script], interval=0.1)
+    assert run.returncode == 0
+    assert 200 <= run.peak_rss_mb < 330, run.peak_rss_mb  # summed RSS would be 400+
+
+
 @pytest.mark.spark
 def test_plain_pyspark_baseline_marks_what_lakewarden_marks(tmp_path: Path) -> None:
     committed_gc = load_benchmark("committed_gc")
