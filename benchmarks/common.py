@@ -113,28 +113,26 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _rss_kb(pid: int) -> int:
+def _proc_kb(pid: int, file: str, field: bytes) -> int | None:
+    """A ``field: N kB`` line of ``/proc/PID/file``; None when the process ended meanwhile or
+    the kernel does not say."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as handle:
+        with open(f"/proc/{pid}/{file}", "rb") as handle:
             for line in handle:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass  # ended meanwhile
-    return 0
-
-
-def _pss_kb(pid: int) -> int | None:
-    """Proportional set size: each page shared with other processes counted by its share.
-    None where /proc does not say (then the caller counts RSS)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
-            for line in handle:
-                if line.startswith(b"Pss:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except OSError:
         pass
     return None
+
+
+def _rss_kb(pid: int) -> int:
+    return _proc_kb(pid, "status", b"VmRSS:") or 0
+
+
+def _pss_kb(pid: int) -> int | None:
+    """Proportional set size: each page shared with other processes counted by its share."""
+    return _proc_kb(pid, "smaps_rollup", b"Pss:")
 
 
 def _exe(pid: int) -> str | None:
@@ -156,24 +154,23 @@ def tree_rss_mb(pid: int) -> float:
     child named after the JVM thread that forked it, ``ResultQueryStag``, held 2,277 MB beside
     the JVM's 2,277 MB). Reading PSS costs 20-60 ms for a 2 GB JVM, so only such pairs pay it."""
     tree = _children()
-    shared: set[int] = set()
-    stack = [pid]
+    members, stack = [], [pid]
     while stack:
         current = stack.pop()
-        children = tree.get(current, ())
-        stack.extend(children)
-        if not children:
-            continue
-        executable = _exe(current)
-        for child in children:
-            if executable is not None and _exe(child) == executable:
-                shared.update((current, child))
-    total, stack = 0, [pid]
-    while stack:
-        current = stack.pop()
-        pss = _pss_kb(current) if current in shared else None
-        total += _rss_kb(current) if pss is None else pss
+        members.append(current)
         stack.extend(tree.get(current, ()))
+    executables = {member: _exe(member) for member in members}
+    shared = {
+        member
+        for parent in members
+        for child in tree.get(parent, ())
+        if executables[parent] is not None and executables.get(child) == executables[parent]
+        for member in (parent, child)
+    }
+    total = 0
+    for member in members:
+        pss = _pss_kb(member) if member in shared else None
+        total += _rss_kb(member) if pss is None else pss
     return total / 1024
 
 
