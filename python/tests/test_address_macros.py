@@ -76,3 +76,47 @@ def test_macro_equals_the_rule(spark, tails: list[str], root: str) -> None:
     pairs = [(root + "/" + tail, root) for tail in tails] + [(root + tail, root) for tail in tails] + [(tail, root) for tail in tails]
     for reference, macro in verdicts(spark, pairs):
         assert macro == reference
+
+
+#: address_key as first written: the key of the absolute URI physical_address gives
+KEY_REFERENCE_TEMPLATE = """case
+    when upper(t) != 'FULL' and not startswith(a, '/') and not contains(a, '//') then xxhash64(a)
+    else {physical_key}
+end"""
+
+
+def key_sql() -> tuple[str, str]:
+    """(the reference key, the macro's key) over columns ``a`` (address), ``t`` (type), ``root``."""
+    module = macros()
+    reference = KEY_REFERENCE_TEMPLATE.format(
+        physical_key=module.physical_key(module.physical_address("a", "t", "root"), "root")
+    )
+    return reference, str(module.address_key("a", "t", "root"))
+
+
+address_type = st.sampled_from(["RELATIVE", "FULL", "relative", "full", "Full", "", None])
+full_address = st.builds(
+    lambda scheme, tail: scheme + tail,
+    st.sampled_from(["s3://bucket/ns", "S3A://bucket/ns", "s3n://bucket", "file:///tmp/lake/ns", "gs://b/a.b/ns", "", "x"]),
+    suffix,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.one_of(suffix, full_address, st.none()), address_type), min_size=1, max_size=40),
+    root=st.sampled_from(ROOTS),
+)
+@example(
+    rows=[("a/b", "RELATIVE"), ("/a//b", "RELATIVE"), ("//a", None), ("s3a://bucket/ns//a", "FULL"), ("s3://bucket/ns", "FULL"),
+          ("s3://bucket/ns/", "FULL"), ("s3://other/x", "full"), (None, "FULL"), (None, None), ("a", "")],
+    root="s3://bucket/ns",
+)
+def test_address_key_equals_the_key_of_the_physical_address(spark, rows: list[tuple[str | None, str | None]], root: str) -> None:
+    """The key macro (one absolute URI, built only for FULL addresses) gives every address the key
+    of its absolute URI, as the key was first written: equal objects keep equal keys whatever
+    the spelling, relative or full, null included."""
+    reference, macro = key_sql()
+    frame = spark.createDataFrame([(a, t, root) for a, t in rows], "a string, t string, root string")
+    for row in frame.selectExpr("a", "t", f"{reference} as reference", f"{macro} as macro").collect():
+        assert row["macro"] == row["reference"], (row["a"], row["t"], root)

@@ -386,3 +386,55 @@ def test_future_clock_needs_a_dry_run(spark, test_state_dir: Path, sample: Sampl
     assert run_lc(sample.snapshot_dir, test_state_dir, report, POLICY, future) == 2
     assert "--now" in capsys.readouterr().err
     assert not report.exists()
+
+
+def test_the_safety_test_catches_protected_addresses_in_the_mark(spark, test_state_dir: Path, tmp_path: Path) -> None:
+    """The safety net the mark's build runs (tests/assert_lifecycle_never_marks_protected_addresses.sql)
+    finds a staged object and an object on a path no rule covers slipped into the marked rows,
+    and nothing in the honest mark: narrowing the entries by 64-bit key first loses no reference."""
+    from lakewarden.compiled_models import compile_selection
+    from lakewarden.jobs.lifecycle import MARK_MODELS
+
+    # a repository of its own: the module's sample has runs of other tests in the shared state
+    sample = generate(tmp_path / "repo", SampleConfig(seed=12, entries=600))
+    report = tmp_path / "report"
+    now = sample.end + timedelta(days=1)
+    assert run_lc(sample.snapshot_dir, test_state_dir, report, POLICY, now, "--dry-run") == 0
+    run_id = summary(report)["run_id"]
+    protected = spark.sql(
+        """
+        select concat(repository.storage_namespace_root, '/', references.address) as physical_address
+        from (
+            (select address from lakewarden.stg_lakefs__staged where upper(address_type) = 'RELATIVE' limit 1)
+            union all
+            (select address from lakewarden.stg_lakefs__ranges
+             where path like 'users/%' and upper(address_type) = 'RELATIVE' limit 1)
+        ) as references
+        cross join lakewarden.stg_lakefs__repository as repository
+        """
+    ).collect()
+    protected_addresses = {row["physical_address"] for row in protected}
+    assert len(protected_addresses) == 2
+    marked_table = spark.table("lakewarden.lifecycle_marked_addresses")
+    assert marked_table.count() > 0
+    tampered = marked_table
+    for address in protected_addresses:
+        tampered = tampered.unionByName(
+            marked_table.limit(1).selectExpr(
+                *[f"'{address}' as physical_address" if c == "physical_address" else c for c in marked_table.columns]
+            )
+        )
+    tampered.write.mode("overwrite").saveAsTable("lakewarden.lifecycle_marked_addresses_tampered")
+    nodes = compile_selection(
+        MARK_MODELS,
+        state=test_state_dir,
+        variables={"now": rfc3339(now), "run_id": run_id, "snapshot_schema": "lakewarden_snapshot", "lakewarden_runner": True},
+    )
+    (test,) = [node for node in nodes if node.name == "assert_lifecycle_never_marks_protected_addresses"]
+    assert "lakewarden.lifecycle_marked_addresses\n" in test.code
+    honest = spark.sql(test.code).collect()
+    caught = spark.sql(
+        test.code.replace("lakewarden.lifecycle_marked_addresses\n", "lakewarden.lifecycle_marked_addresses_tampered\n")
+    ).collect()
+    assert honest == []
+    assert {row["physical_address"] for row in caught} == protected_addresses
