@@ -7,7 +7,7 @@ namespace (a local directory or a bucket on a local S3 server) what lakeFS write
 * the object files themselves, and lakeFS's ``dummy`` object at the namespace root when the
   repository is created;
 * every commit's metarange and ranges under ``_lakefs/`` (SSTables by the project's writer,
-  :mod:`lakewarden.sstable_writer`); a commit that empties the tree gets an empty metarange with
+  :mod:`sstable_writer`, in the tests); a commit that empties the tree gets an empty metarange with
   an id, and the first commit ("Repository created") has no metarange, as in lakeFS;
 * on a refs dump, the commits, branches and tags metaranges (graveler ``CommitData`` /
   ``BranchData`` / ``TagData`` records; hidden branches included, their hidden flag not dumped);
@@ -60,7 +60,7 @@ import pyarrow as pa
 import pytest
 import pyarrow.parquet as pq
 
-from lakewarden.sstable_writer import RangeInfo, write_metarange, write_range, write_refs_table
+from sstable_writer import RangeInfo, write_metarange, write_range, write_refs_table
 
 KEY, SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 UNCOMMITTED_PREFIX = "_lakefs/retention/gc/uncommitted"

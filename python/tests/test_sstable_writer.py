@@ -10,7 +10,7 @@ import pytest
 from lakewarden.lakefs_proto import catalog_pb2
 from lakewarden.lakefs_records import decode_value, iter_decoded
 from lakewarden.sstable import SSTableReader
-from lakewarden.sstable_writer import (
+from sstable_writer import (
     RangeInfo,
     SSTableWriter,
     encode_entry,
