@@ -27,13 +27,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lakewarden.jvm_classes import ArchivePlan
 
-DEFAULT_STATE_DIR = ".lakewarden"
-
-
-def state_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """Resolve the state directory: ``--state``, else ``LAKEWARDEN_HOME``, else ``./.lakewarden``."""
-    raw = explicit or os.environ.get("LAKEWARDEN_HOME") or DEFAULT_STATE_DIR
-    return Path(raw).expanduser().resolve()
 
 
 def spark_conf(warehouse: Path, *, jit: str = "full") -> dict[str, str]:

@@ -19,9 +19,9 @@ from lakewarden.checks.client import (
     ChecksClient,
     find_token,
     parse_ref_uri,
-    state_dir,
 )
 from lakewarden.errors import BadInput
+from lakewarden.state_dir import add_state_option, state_dir
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.add_argument("--server", metavar="URL", help="checks service (default $LAKEWARDEN_CHECKS_URL or %(default)s)")
         p.add_argument("--token", metavar="TOKEN", help="API token (default $LAKEWARDEN_CHECKS_TOKEN)")
-        p.add_argument("--state", metavar="DIR", help="state dir holding a local server's token file")
+        add_state_option(p, "where a local server wrote its API token file")
         p.set_defaults(func=func)
         return p
 
@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s; 0 picks one)")
     serve.add_argument("--db", metavar="URL", help="SQLAlchemy URL (default: SQLite file under the state dir)")
     serve.add_argument("--config", metavar="FILE", help="service config: protected branches, executors, API token")
-    serve.add_argument("--state", metavar="DIR", help="state dir (default $LAKEWARDEN_HOME or ./.lakewarden)")
+    add_state_option(serve, "the SQLite store (without --db) and the API token file")
     serve.set_defaults(func=cmd_serve)
 
 

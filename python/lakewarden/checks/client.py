@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import requests
 
 from lakewarden.errors import BadInput, LakewardenError
+from lakewarden.state_dir import state_dir
 
 DEFAULT_PORT = 8770
 DEFAULT_SERVER = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -30,11 +30,6 @@ def parse_ref_uri(uri: str) -> tuple[str, str]:
         raise BadInput(f"expected lakefs://REPOSITORY/REF, got {uri!r}", field="ref")
     repo, ref = match.groups()
     return repo, ref.rstrip("/")
-
-
-def state_dir(explicit: str | None = None) -> Path:
-    """``--state``, else ``$LAKEWARDEN_HOME``, else ``./.lakewarden`` (docs/contract.md §1)."""
-    return Path(explicit or os.environ.get("LAKEWARDEN_HOME") or ".lakewarden")
 
 
 def find_token(explicit: str | None, state: str | None = None) -> str | None:

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakewarden.spark_session import state_dir
+from lakewarden.state_dir import add_state_option, state_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.extract.core import ExtractResult
@@ -60,7 +60,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     add_store_arguments(parser)
     parser.add_argument("--out", required=True, metavar="SNAPSHOT_DIR", help="snapshot directory to write")
     parser.add_argument("--force", action="store_true", help="replace an existing snapshot directory")
-    parser.add_argument("--state", metavar="DIR", help="state directory (default ./.lakewarden or LAKEWARDEN_HOME)")
+    add_state_option(parser, "the cache of range files already read (range-cache/, unless --cache-dir)")
     parser.set_defaults(func=_run)
 
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.spark_session import SparkStarter, jit_mode, ranges_bytes, state_dir
+from lakewarden.spark_session import SparkStarter, jit_mode, ranges_bytes
+from lakewarden.state_dir import add_state_option, state_dir
 from lakewarden.timestamps import parse_rfc3339, rfc3339
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,7 +49,7 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--now", help="the job's clock, RFC 3339 with offset (default: now)")
     parser.add_argument("--dry-run", action="store_true", help="compute and write the report; delete nothing")
     parser.add_argument("--report", type=Path, help="report directory (default under <namespace>/_lakefs/retention/...)")
-    parser.add_argument("--state", help="warehouse and run history (default ./.lakewarden or $LAKEWARDEN_HOME)")
+    add_state_option(parser, "the run's warehouse, the state tables kept across runs, the run history")
 
 
 def parse_now(text: str | None, *, dry_run: bool, wall_clock: datetime | None = None) -> datetime:

@@ -20,7 +20,7 @@ from lakewarden.jobs.common import rfc3339
 from lakewarden.progress import human_bytes
 from lakewarden.report_figures import Group, read_figures
 from lakewarden.report_html import REPORT_HTML, sweep_outcomes, write_report_html
-from lakewarden.spark_session import state_dir
+from lakewarden.state_dir import add_state_option, state_dir
 
 DEMO_RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 21}]}
 DEMO_POLICY = {
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Builds a sample lakeFS repository (real object files + snapshot) under "
         "STATE/demo, runs each job as a dry run and then sweeps, and explains the outcome.",
     )
-    parser.add_argument("--state", help="state directory (default ./.lakewarden or $LAKEWARDEN_HOME)")
+    add_state_option(parser, "the demo's sample repository and each job's state, under STATE/demo")
     parser.add_argument("--seed", type=int, default=7, help="sample repository seed (default 7)")
     parser.add_argument("--entries", type=int, default=3000, help="approximate entries in the sample (default 3000)")
     parser.set_defaults(func=run)

@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from lakewarden.stores.options import add_store_arguments, store_options_from_args
+from lakewarden.state_dir import add_state_option, state_dir
 from lakewarden.sweep import ENGINES, SweepFailed, load_report
 
 
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
         "--report", metavar="DIR",
         help="the report directory of a dry run (with --mark-id: where the mark's report goes; default under the namespace)",
     )
-    parser.add_argument("--state", metavar="DIR", help="warehouse and run history (default ./.lakewarden or LAKEWARDEN_HOME)")
+    add_state_option(parser, "the sweep's warehouse and the run history")
     add_store_arguments(parser)  # the namespace's store: S3, Azure, GCS or lakeFS's local blockstore
     parser.add_argument(
         "--engine", choices=ENGINES, default="auto",
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         store_options = replace(store_options, local_blockstore=str(report.summary["local_blockstore"]))
     # options that cannot address the report's namespace: exit 2 naming the option, nothing deleted
     check_store_options(report.storage_namespace, store_options).close()
-    state = spark_session.state_dir(args.state)
+    state = state_dir(args.state)
     options = store_options.deleter_options()
     try:
         result = sweep_report(

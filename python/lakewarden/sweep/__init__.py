@@ -34,6 +34,7 @@ from lakewarden.sweep.lock import SweepBusy, SweepLock
 from lakewarden.sweep.report_dir import Report, count_rows, load_report, report_path
 from lakewarden.sweep.result import SweepResult, new_sweep_id
 from lakewarden.sweep.status import SweepStatus
+from lakewarden.state_dir import state_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -64,7 +65,7 @@ def choose_engine(report: Report, engine: Engine = "auto", *, process_max: int =
 def _default_spark() -> "SparkSession":
     from lakewarden import spark_session
 
-    return spark_session.get_or_create(spark_session.state_dir(None))
+    return spark_session.get_or_create(state_dir(None))
 
 
 def sweep_report(
