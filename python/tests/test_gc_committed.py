@@ -386,8 +386,8 @@ def test_now_before_newest_commit_without_dry_run_names_snapshot_and_changes_not
 def test_the_safety_test_catches_a_live_address_in_the_mark(spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path) -> None:
     """The safety net the mark's build runs (tests/assert_gc_never_marks_live_addresses.sql)
     finds a live object slipped into the marked rows, and nothing in the honest mark."""
-    from lakewarden.compiled_models import compile_selection
     from lakewarden.jobs.gc import MARK_MODELS
+    from safety_tamper import safety_verdicts
 
     assert run_gc(sample, test_state_dir, tmp_path / "report", "--dry-run", "--now", rfc3339(sample.end + timedelta(days=1))) == 0
     live = spark.sql(
@@ -401,20 +401,11 @@ def test_the_safety_test_catches_a_live_address_in_the_mark(spark, test_state_di
         limit 1
         """
     ).first()["physical_address"]
-    marked = spark.table("lakewarden.gc_marked_addresses")
-    tampered = marked.unionByName(
-        marked.limit(1).selectExpr(*[f"'{live}' as physical_address" if c == "physical_address" else c for c in marked.columns])
-    )
-    tampered.write.mode("overwrite").saveAsTable("lakewarden.gc_marked_addresses_tampered")
-    nodes = compile_selection(
-        MARK_MODELS,
-        state=test_state_dir,
+    honest, caught = safety_verdicts(
+        spark, state=test_state_dir, selection=MARK_MODELS, test_name="assert_gc_never_marks_live_addresses",
+        mart="gc_marked_addresses", slipped_in={live},
         variables={"now": rfc3339(sample.end + timedelta(days=1)), "run_id": "tamper", "snapshot_schema": "lakewarden_snapshot",
-                   "lakewarden_runner": True, "retain_tags": True},
+                   "retain_tags": True},
     )
-    (test,) = [node for node in nodes if node.name == "assert_gc_never_marks_live_addresses"]
-    assert "lakewarden.gc_marked_addresses\n" in test.code
-    honest = spark.sql(test.code).collect()
-    caught = spark.sql(test.code.replace("lakewarden.gc_marked_addresses\n", "lakewarden.gc_marked_addresses_tampered\n")).collect()
     assert honest == []
-    assert [row["physical_address"] for row in caught] and {row["physical_address"] for row in caught} == {live}
+    assert caught and set(caught) == {live}

@@ -392,8 +392,8 @@ def test_the_safety_test_catches_protected_addresses_in_the_mark(spark, test_sta
     """The safety net the mark's build runs (tests/assert_lifecycle_never_marks_protected_addresses.sql)
     finds a staged object and an object on a path no rule covers slipped into the marked rows,
     and nothing in the honest mark: narrowing the entries by 64-bit key first loses no reference."""
-    from lakewarden.compiled_models import compile_selection
     from lakewarden.jobs.lifecycle import MARK_MODELS
+    from safety_tamper import safety_verdicts
 
     # a repository of its own: the module's sample has runs of other tests in the shared state
     sample = generate(tmp_path / "repo", SampleConfig(seed=12, entries=600))
@@ -415,26 +415,10 @@ def test_the_safety_test_catches_protected_addresses_in_the_mark(spark, test_sta
     ).collect()
     protected_addresses = {row["physical_address"] for row in protected}
     assert len(protected_addresses) == 2
-    marked_table = spark.table("lakewarden.lifecycle_marked_addresses")
-    assert marked_table.count() > 0
-    tampered = marked_table
-    for address in protected_addresses:
-        tampered = tampered.unionByName(
-            marked_table.limit(1).selectExpr(
-                *[f"'{address}' as physical_address" if c == "physical_address" else c for c in marked_table.columns]
-            )
-        )
-    tampered.write.mode("overwrite").saveAsTable("lakewarden.lifecycle_marked_addresses_tampered")
-    nodes = compile_selection(
-        MARK_MODELS,
-        state=test_state_dir,
-        variables={"now": rfc3339(now), "run_id": run_id, "snapshot_schema": "lakewarden_snapshot", "lakewarden_runner": True},
+    honest, caught = safety_verdicts(
+        spark, state=test_state_dir, selection=MARK_MODELS, test_name="assert_lifecycle_never_marks_protected_addresses",
+        mart="lifecycle_marked_addresses", slipped_in=protected_addresses,
+        variables={"now": rfc3339(now), "run_id": run_id, "snapshot_schema": "lakewarden_snapshot"},
     )
-    (test,) = [node for node in nodes if node.name == "assert_lifecycle_never_marks_protected_addresses"]
-    assert "lakewarden.lifecycle_marked_addresses\n" in test.code
-    honest = spark.sql(test.code).collect()
-    caught = spark.sql(
-        test.code.replace("lakewarden.lifecycle_marked_addresses\n", "lakewarden.lifecycle_marked_addresses_tampered\n")
-    ).collect()
     assert honest == []
-    assert {row["physical_address"] for row in caught} == protected_addresses
+    assert caught and set(caught) == protected_addresses

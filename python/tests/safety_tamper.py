@@ -1,0 +1,46 @@
+"""A mark's safety test, run on the honest mark and on a mark with addresses slipped in.
+
+The safety tests under ``tests/`` run with every build; a test that never fails proves nothing.
+:func:`safety_verdicts` runs one of them as its job compiles it, twice: on the mart the job's
+run just built, then on a copy of that mart with one row per given physical address added (a
+copy of an honest row with only ``physical_address`` changed). The caller asserts the first
+finds nothing and the second finds exactly the addresses slipped in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from pyspark.sql import SparkSession
+
+
+def safety_verdicts(
+    spark: SparkSession,
+    *,
+    state: Path,
+    selection: str,
+    variables: Mapping[str, Any],
+    test_name: str,
+    mart: str,
+    slipped_in: set[str],
+) -> tuple[list[str], list[str]]:
+    """(offending addresses on the honest mart, offending addresses on the tampered one)."""
+    from lakewarden.compiled_models import compile_selection
+
+    honest_table = spark.table(f"lakewarden.{mart}")
+    assert honest_table.count() > 0, "the run should mark something to copy a row from"
+    tampered = honest_table
+    for address in sorted(slipped_in):
+        tampered = tampered.unionByName(
+            honest_table.limit(1).selectExpr(
+                *[f"'{address}' as physical_address" if c == "physical_address" else c for c in honest_table.columns]
+            )
+        )
+    tampered.write.mode("overwrite").saveAsTable(f"lakewarden.{mart}_tampered")
+    nodes = compile_selection(selection, state=state, variables={**variables, "lakewarden_runner": True})
+    (test,) = [node for node in nodes if node.name == test_name]
+    reference = f"lakewarden.{mart}\n"
+    assert reference in test.code, f"{test_name} no longer reads {mart} as this helper expects"
+    honest = [row["physical_address"] for row in spark.sql(test.code).collect()]
+    caught = [row["physical_address"] for row in spark.sql(test.code.replace(reference, f"lakewarden.{mart}_tampered\n")).collect()]
+    return honest, caught
