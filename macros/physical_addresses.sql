@@ -62,7 +62,8 @@
     physical_key(physical_address(...)), the absolute URI's branches appeared three times over:
     the generated code of a scan computing the key grew past the 8,000 bytes of bytecode HotSpot
     compiles, so the whole scan ran in the bytecode interpreter (lifecycle's candidate references
-    at 8.45M entries: 14 s, against 5 s in this form).
+    at 8.45M entries, the query alone: 14.0-14.2 s, against 4.9-6.6 s in this form; 14.9 s
+    against 7.3-9.7 s within a run).
     python/tests/test_address_macros.py holds this form to that one, null included.
     Equal objects have equal keys; two objects sharing a key (a collision) are taken for one
     by whatever the key narrows, so every decision a key makes keeps an object, never deletes it. -#}
