@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.jvm_classes import ArchivePlan
 
 
-
 def spark_conf(warehouse: Path, *, jit: str = "full") -> dict[str, str]:
     """Static Spark settings for the embedded engine."""
     log4j = Path(__file__).with_name("log4j2.properties")

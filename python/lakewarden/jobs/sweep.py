@@ -19,8 +19,8 @@ import json
 import sys
 from typing import Any
 
-from lakewarden.stores.options import add_store_arguments, store_options_from_args
 from lakewarden.state_dir import add_state_option, state_dir
+from lakewarden.stores.options import add_store_arguments, store_options_from_args
 from lakewarden.sweep import ENGINES, SweepFailed, load_report
 
 

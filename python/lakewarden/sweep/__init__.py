@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 from lakewarden.deleters.base import Deleter, clean_options, deleter_for
 from lakewarden.errors import BadInput
 from lakewarden.report import utc_now
+from lakewarden.state_dir import state_dir
 from lakewarden.sweep.distributed import (
     ensure_python_workers,
     read_addresses,
@@ -34,7 +35,6 @@ from lakewarden.sweep.lock import SweepBusy, SweepLock
 from lakewarden.sweep.report_dir import Report, count_rows, load_report, report_path
 from lakewarden.sweep.result import SweepResult, new_sweep_id
 from lakewarden.sweep.status import SweepStatus
-from lakewarden.state_dir import state_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
