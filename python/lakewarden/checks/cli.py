@@ -262,7 +262,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from lakewarden.checks.server import ChecksServer
     from lakewarden.checks.service import ChecksService
     from lakewarden.checks.store import Store, default_db_url
-    from lakewarden.checks.sweeper import Sweeper
+    from lakewarden.checks.timeout_reaper import TimeoutReaper
 
     state = state_dir(args.state)
     config = load_service_config(args.config, os.environ)
@@ -293,7 +293,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         service.close()
         store.close()
         raise BadInput(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", field="port") from None
-    sweeper = Sweeper(store, config.sweep_interval).start()
+    reaper = TimeoutReaper(store, config.reaper_interval).start()
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
     print(f"lakewarden checks: serving on {server.url} (merge gate: {server.url}/api/v1/hooks/pre-merge)", flush=True)
     try:
@@ -301,7 +301,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        sweeper.stop()
+        reaper.stop()
         server.socket.close()
         service.close()
         store.close()

@@ -348,7 +348,9 @@ class ServiceConfig:
     #: from any branch.
     checks: tuple["CheckDefinition", ...] = ()
     default_timeout: timedelta = DEFAULT_TIMEOUT
-    sweep_interval: timedelta = timedelta(seconds=30)
+    #: How often the timeout reaper looks for executions past their deadline (``sweep_interval``
+    #: in configs written before the reaper had its name: still read).
+    reaper_interval: timedelta = timedelta(seconds=30)
     env_prefix: str = DEFAULT_ENV_PREFIX
     #: How many rejected callbacks are kept; older ones are dropped (and counted).
     max_rejections: int = 10_000
@@ -379,7 +381,8 @@ _CONFIG_KEYS = {
     "protected_branches",
     "executors",
     "default_timeout",
-    "sweep_interval",
+    "reaper_interval",
+    "sweep_interval",  # the former name of reaper_interval
     "env_prefix",
     "checks",
     "max_rejections",
@@ -425,6 +428,9 @@ def parse_service_config(data: Any, *, source: str, env: Mapping[str, str]) -> S
     unknown = set(data) - _CONFIG_KEYS
     if unknown:
         raise BadInput(f"unknown keys {sorted(unknown)}", source=source)
+    if "reaper_interval" in data and "sweep_interval" in data:
+        raise BadInput("give reaper_interval only (sweep_interval is its former name)", source=source, field="sweep_interval")
+    interval_key = "sweep_interval" if "sweep_interval" in data else "reaper_interval"
     token = data.get("api_token")
     if token is not None and (not isinstance(token, str) or len(token) < 16):
         raise BadInput("api_token must be a string of at least 16 characters", source=source, field="api_token")
@@ -506,7 +512,7 @@ def parse_service_config(data: Any, *, source: str, env: Mapping[str, str]) -> S
             data.get("airflow_poll_interval", "5s"), source=source, field="airflow_poll_interval"
         ),
         default_timeout=parse_duration(data.get("default_timeout", "1h"), source=source, field="default_timeout"),
-        sweep_interval=parse_duration(data.get("sweep_interval", "30s"), source=source, field="sweep_interval"),
+        reaper_interval=parse_duration(data.get(interval_key, "30s"), source=source, field=interval_key),
         env_prefix=env_prefix,
         source=source,
     )

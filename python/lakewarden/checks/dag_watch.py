@@ -3,7 +3,7 @@
 A DAG written for lakeFS does not call back: lakeFS waits for the run. The watcher polls each such
 run every ``interval`` and, once the run is ``success`` or ``failed``, completes the execution with a
 compare-and-set (so a DAG that does call back simply wins first). Pending runs live in memory: after
-a restart they are not polled again and the sweeper moves them to LOST at their deadline.
+a restart they are not polled again and the timeout reaper moves them to LOST at their deadline.
 """
 
 from __future__ import annotations

@@ -368,7 +368,7 @@ class ChecksService:
             try:
                 self.store.mark_start_failed(execution.row_id, execution.execution_id, message)
             except Exception:
-                log.exception("check %s: recording the failed start failed; the sweeper will end it", execution.check_id)
+                log.exception("check %s: recording the failed start failed; the timeout reaper will end it", execution.check_id)
             return
         link = self.secrets.mask(started.output_url)
         if link and not link.startswith(("http://", "https://")):

@@ -2,7 +2,7 @@
 
 Kept apart from the store so that the allowed transitions are written down once: the store turns
 each of them into a compare-and-set ``UPDATE ... WHERE status IN (...)``, which is what makes
-concurrent callbacks, retries and the sweeper safe without locks held across HTTP calls.
+concurrent callbacks, retries and the timeout reaper safe without locks held across HTTP calls.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from lakewarden.checks.config import parse_service_config
 from lakewarden.checks.server import ChecksServer
 from lakewarden.checks.service import ChecksService
 from lakewarden.checks.store import Store
-from lakewarden.checks.sweeper import Sweeper
+from lakewarden.checks.timeout_reaper import TimeoutReaper
 
 API_TOKEN = "test-api-token-0123456789"
 REPO = "sample"
@@ -215,19 +215,19 @@ class WebhookReceiver:
 
 @dataclass
 class LiveService:
-    """A checks service on 127.0.0.1 with its store and sweeper; ``api`` helpers wrap requests."""
+    """A checks service on 127.0.0.1 with its store and reaper; ``api`` helpers wrap requests."""
 
     url: str
     store: Store
     service: ChecksService
     server: ChecksServer
-    sweeper: Sweeper
+    reaper: TimeoutReaper
     stopped: bool = field(default=False)
 
     def stop(self) -> None:
         if not self.stopped:
             self.stopped = True
-            self.sweeper.stop()
+            self.reaper.stop()
             self.server.stop()
             self.service.close()
             self.store.close()
@@ -287,7 +287,7 @@ def start_service(
     config: dict[str, Any],
     *,
     env: dict[str, str] | None = None,
-    sweep_interval: float | None = None,
+    reaper_interval: float | None = None,
     body_timeout: float = 30.0,
     limits: Any = None,
 ) -> LiveService:
@@ -299,9 +299,9 @@ def start_service(
                           limits=limits).start()
     from datetime import timedelta
 
-    interval = timedelta(seconds=sweep_interval) if sweep_interval else cfg.sweep_interval
-    sweeper = Sweeper(store, interval).start()
-    return LiveService(server.url, store, service, server, sweeper)
+    interval = timedelta(seconds=reaper_interval) if reaper_interval else cfg.reaper_interval
+    reaper = TimeoutReaper(store, interval).start()
+    return LiveService(server.url, store, service, server, reaper)
 
 
 def webhook_actions(url: str, checks: list[str], name: str = "branch checks", **extra: Any) -> str:

@@ -75,7 +75,7 @@ def main() -> int:
         ids = [f"load-{i:04d}" for i in range(args.checks)]
         snapshot.commit({"_lakefs_actions/load.yaml": webhook_actions(receiver.url, ids)}, branch="main")
         snapshot.write()
-        (root / "checks.yaml").write_text("sweep_interval: 1h\ndefault_timeout: 1h\n")
+        (root / "checks.yaml").write_text("reaper_interval: 1h\ndefault_timeout: 1h\n")
         exe = Path(sys.executable).parent / "lakewarden"
         proc = subprocess.Popen(
             [str(exe), "checks", "serve", "--snapshot", str(snapshot.directory), "--port", "0",

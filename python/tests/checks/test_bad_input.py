@@ -136,6 +136,18 @@ def test_durations_and_service_config() -> None:
         parse_service_config({"api_token_env": "NOPE"}, source="c.yaml", env={})
 
 
+def test_reaper_interval_and_its_former_name() -> None:
+    """``reaper_interval`` is how often the timeout reaper runs; configs written when it was
+    called the sweeper say ``sweep_interval`` and load the same; saying both is ambiguous."""
+    assert parse_service_config({}, source="c.yaml", env={}).reaper_interval == timedelta(seconds=30)
+    assert parse_service_config({"reaper_interval": "5s"}, source="c.yaml", env={}).reaper_interval == timedelta(seconds=5)
+    assert parse_service_config({"sweep_interval": "7s"}, source="c.yaml", env={}).reaper_interval == timedelta(seconds=7)
+    with pytest.raises(BadInput, match="c.yaml: sweep_interval: give reaper_interval only"):
+        parse_service_config({"reaper_interval": "5s", "sweep_interval": "7s"}, source="c.yaml", env={})
+    with pytest.raises(BadInput, match="c.yaml: sweep_interval"):
+        parse_service_config({"sweep_interval": "soon"}, source="c.yaml", env={})
+
+
 def test_executor_property_errors() -> None:
     def check(props: dict, type_: str = "webhook") -> str:
         with pytest.raises(BadInput) as info:

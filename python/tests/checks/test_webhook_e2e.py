@@ -124,7 +124,7 @@ def test_stale_forged_and_reused_tokens_are_rejected_and_logged(snapshot, receiv
 def test_superseded_token_reason_names_the_attempt(snapshot, receiver, service_factory) -> None:
     receiver.mode = "record"
     commit = feature_commit(snapshot, receiver, timeout="1s")
-    live = service_factory(snapshot.directory, PROTECT_MAIN, sweep_interval=0.1)
+    live = service_factory(snapshot.directory, PROTECT_MAIN, reaper_interval=0.1)
     live.trigger(commit)
     live.wait_for(commit, "row-count", {"LOST"}, timeout=10)
     assert live.retry(commit, "row-count").status_code == 202
@@ -138,7 +138,7 @@ def test_superseded_token_reason_names_the_attempt(snapshot, receiver, service_f
 def test_timeout_lost_then_retry_succeeds(snapshot, receiver, service_factory) -> None:
     receiver.mode = "record"
     commit = feature_commit(snapshot, receiver, timeout="1s")
-    live = service_factory(snapshot.directory, PROTECT_MAIN, sweep_interval=0.1)
+    live = service_factory(snapshot.directory, PROTECT_MAIN, reaper_interval=0.1)
     started = time.monotonic()
     assert live.trigger("feature").status_code == 202
     live.wait_for("feature", "row-count", {"EXECUTING"})

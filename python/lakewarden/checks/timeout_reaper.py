@@ -1,7 +1,7 @@
-"""The sweeper: a background thread that moves timed-out executions to LOST.
+"""The timeout reaper: a background thread that moves timed-out executions to LOST.
 
-An executor that dies never calls back; without the sweeper its check would stay EXECUTING and
-block merges forever. Timeouts are per check and may be days, so the sweeper simply compares each
+An executor that dies never calls back; without the timeout reaper its check would stay EXECUTING and
+block merges forever. Timeouts are per check and may be days, so the timeout reaper simply compares each
 execution's stored deadline with the clock at a fixed interval; the transition is a
 compare-and-set, so a callback arriving at the same moment either wins or is told the check is LOST.
 """
@@ -17,7 +17,7 @@ from lakewarden.checks.store import Execution, Store
 log = logging.getLogger(__name__)
 
 
-class Sweeper:
+class TimeoutReaper:
     def __init__(self, store: Store, interval: timedelta):
         self.store = store
         self.interval = interval.total_seconds()
@@ -44,8 +44,8 @@ class Sweeper:
             except Exception:  # a database hiccup must not kill the thread for good
                 log.exception("sweep failed; trying again in %.0fs", self.interval)
 
-    def start(self) -> "Sweeper":
-        self._thread = threading.Thread(target=self._run, name="checks-sweeper", daemon=True)
+    def start(self) -> "TimeoutReaper":
+        self._thread = threading.Thread(target=self._run, name="checks-timeout-reaper", daemon=True)
         self._thread.start()
         return self
 
