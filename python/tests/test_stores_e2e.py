@@ -35,7 +35,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ import pytest
 from fake_lakefs import SCENARIO_NOW, LocalNamespace, Namespace, Scenario, build_scenario, use_scenario_credentials
 from lakewarden.cli import main
 from store_emulators import AZURITE_KEY
+import sweep_holding
 from store_worlds import World, endpoint, make_world
 from test_sweep_support import S3_ENV, wait_held
 
@@ -172,10 +172,10 @@ def explain(report: Path, address: str, capsys: pytest.CaptureFixture[str]) -> d
 
 
 def start_sweep(store: Store, report: Path, tmp_path: Path, *, hold: str) -> subprocess.Popen[str]:
-    """A ``lakewarden sweep`` process that stops at ``hold`` (see lakewarden.sweep.hooks): one
+    """A ``lakewarden sweep`` process that stops at ``hold`` (python/tests/sweep_holding.py): one
     address per batch and one batch in flight, so a kill after batch N leaves exactly N deleted."""
-    env = {**os.environ, **store.env, "LAKEWARDEN_SWEEP_HOLD": hold, "LAKEWARDEN_SWEEP_HOLD_FILE": str(tmp_path / "held")}
-    command = [sys.executable, "-m", "lakewarden", "sweep", "--report", str(report), "--state", str(tmp_path / "sweep-state"),
+    env = {**os.environ, **store.env}
+    command = [*sweep_holding.COMMAND, hold, str(tmp_path / "held"), "sweep", "--report", str(report), "--state", str(tmp_path / "sweep-state"),
                "--batch-size", "1", "--threads", "1", "--engine", "process", *store.args]
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

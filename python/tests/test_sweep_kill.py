@@ -1,9 +1,9 @@
 """SIGKILL a sweep at start-up, mid-delete and while merging outcomes, locally and on the local
 S3 server; and run a second sweep while one holds the report.
 
-Every kill point is made deterministic by the sweep's hold hook (``LAKEWARDEN_SWEEP_HOLD``):
-the sweep writes a file and waits there; the test sees the file and kills it. No timing
-assumptions. Each sweep is a whole ``lakewarden sweep`` process (in-process engine: no JVM).
+Every kill point is made deterministic by a hold: the sweep runs through ``sweep_holding.py``, whose
+observer of the sweep's points (lakewarden.sweep.hooks) writes a file and waits there; the test sees
+the file and kills it. No timing assumptions. Each sweep is a whole ``lakewarden sweep`` process (in-process engine: no JVM).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+import sweep_holding
 from test_sweep import read_outcomes_csv, write_report
 from test_sweep_support import S3_ENV, list_keys, moto_endpoint, new_bucket, put_keys, wait_held
 
@@ -72,11 +73,9 @@ def make_report(store: Store, tmp_path: Path) -> Path:
 
 def start_sweep(store: Store, report: Path, tmp_path: Path, hold: str | None = None, engine: str = "auto") -> subprocess.Popen[str]:
     env = {**os.environ, **S3_ENV}
-    env.pop("LAKEWARDEN_SWEEP_HOLD", None)
-    if hold:
-        env["LAKEWARDEN_SWEEP_HOLD"] = hold
-        env["LAKEWARDEN_SWEEP_HOLD_FILE"] = str(tmp_path / "held")
-    command = [sys.executable, "-m", "lakewarden", "sweep", "--report", str(report), "--state", str(tmp_path / "state"),
+    # held: the tests' wrapper (sweep_holding.py) pauses the sweep at the point; else lakewarden itself
+    program = [*sweep_holding.COMMAND, hold, str(tmp_path / "held")] if hold else [sys.executable, "-m", "lakewarden"]
+    command = [*program, "sweep", "--report", str(report), "--state", str(tmp_path / "state"),
                "--batch-size", str(BATCH), "--engine", engine]
     if store.endpoint:
         command += ["--s3-endpoint", store.endpoint]

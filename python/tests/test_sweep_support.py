@@ -190,7 +190,7 @@ def _xml_escape(text: str) -> str:
 
 
 def wait_held(process: "subprocess.Popen[str]", tmp_path: Path, timeout: float = 120.0) -> None:
-    """Wait until a sweep started with ``LAKEWARDEN_SWEEP_HOLD`` (lakewarden.sweep.hooks) is held
+    """Wait until a sweep started through ``sweep_holding.py`` (its observer of lakewarden.sweep.hooks) is held
     at its point, the marker file naming its pid; then remove the marker."""
     marker = tmp_path / "held"
     deadline = time.monotonic() + timeout

@@ -34,7 +34,7 @@ from lakewarden.sweep.engine import (
     delete_rows,
     parse_outcome_line,
 )
-from lakewarden.sweep.hooks import hold
+from lakewarden.sweep.hooks import reached
 from lakewarden.sweep.report_dir import OUTCOME_COLUMNS, REQUIRED_COLUMNS, Report
 from lakewarden.sweep.result import MAX_FAILURE_REASONS, OUTCOME_COUNTS, OutcomeCounts, SweepResult
 from lakewarden.sweep.status import SweepStatus
@@ -195,7 +195,7 @@ def sweep_distributed(
     num_marked = addresses.count()
     num_todo = todo.count()
     status.start(num_marked=num_marked, previously_deleted=num_marked - num_todo, lock_taken_over=lock_taken_over)
-    hold("started")
+    reached("started")
     partitions = parallelism or max(spark.sparkContext.defaultParallelism, math.ceil(num_todo / ROWS_PER_PARTITION))
     partitions = max(1, min(partitions, max(1, math.ceil(num_todo / batch_size))))
     log.info("sweep %s of %s: %d addresses to delete in %d Spark task(s), batches of %d", sweep_id, report.path, num_todo, partitions, batch_size)
@@ -225,7 +225,7 @@ def sweep_distributed(
             spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
     deleting = time.monotonic() - planned
     status.flush()
-    hold("merging")
+    reached("merging")
     log.info("sweep %s: planning took %.1fs, deleting %.1fs", sweep_id, planned - clock, deleting)
     result, counts = _finalize(spark, report, addresses, sweep_id, status.started_at, clock, error, deleting)
     status.finish(result, {"num_to_delete": num_todo, OUTCOME_COUNTS: counts.to_json()})

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 from lakewarden.deleters.base import DeleteOutcome, Deleter, cached_unsafe_reason
 from lakewarden.errors import LakewardenError
 from lakewarden.safety import parse_uri, resolve_physical
-from lakewarden.sweep.hooks import hold
+from lakewarden.sweep.hooks import reached
 
 _json_string = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str
 
@@ -216,7 +216,7 @@ def delete_rows(
         deleted, failed = deleted + d, failed + len(records) - d
         if on_recorded is not None:
             on_recorded(records)
-        hold("batch")
+        reached("batch")
 
     if workers == 1:  # no pool: nothing to overlap, and a thread hop per batch costs
         for batch in batches(rows, size):

@@ -1,46 +1,37 @@
-"""Deterministic pause points, so tests can SIGKILL a sweep at an exact moment.
+"""Named moments of a sweep, for observers: the kill tests stop a sweep at an exact one.
 
-``LAKEWARDEN_SWEEP_HOLD=POINT[:N]`` makes the sweep stop the N-th time (default 1st) it reaches
-``POINT`` (``started``: lock held and summary says ``sweeping``; ``batch``: a batch's outcomes are
-recorded and counted; ``merging``: every delete is done, outcomes are being merged). It then
-writes its pid to ``LAKEWARDEN_SWEEP_HOLD_FILE`` and waits there (at most 10 minutes, then goes
-on) for the test to kill it. Unset, a hold point costs one dictionary lookup. Holding only ever
-delays the sweep: it cannot change what is deleted.
+A sweep calls :func:`reached` at ``started`` (lock held, the summary says ``sweeping``),
+``batch`` (a batch's outcomes recorded and counted) and ``merging`` (every delete done, outcomes
+being merged). Nothing in lakewarden observes them: with no observer, reaching a point is a loop
+over an empty tuple, and the delete path reads no setting to decide whether to pause. The tests
+register an observer in the sweep's own process (``python/tests/sweep_holding.py``). Observers
+run where the point is reached: the distributed engine's batches run in Spark's Python workers,
+where none is registered. An observer may delay a sweep; it cannot change what is deleted.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-import time
-from collections import Counter
+from typing import Callable
 
-HOLD_ENV = "LAKEWARDEN_SWEEP_HOLD"
-HOLD_FILE_ENV = "LAKEWARDEN_SWEEP_HOLD_FILE"
-MAX_HOLD_SECONDS = 600.0
+#: the points, in the order a sweep reaches them
+POINTS = ("started", "batch", "merging")
 
-_seen: Counter[str] = Counter()
-_lock = threading.Lock()
+Observer = Callable[[str], None]
+_observers: list[Observer] = []
 
 
-def hold(point: str) -> None:
-    """Pause here if the environment asks for ``point`` (see the module docstring)."""
-    wanted = os.environ.get(HOLD_ENV)
-    if not wanted:
-        return
-    name, _, nth = wanted.partition(":")
-    if name != point:
-        return
-    with _lock:
-        _seen[point] += 1
-        if _seen[point] != (int(nth) if nth else 1):
-            return
-    target = os.environ.get(HOLD_FILE_ENV)
-    if target:
-        temporary = f"{target}.{os.getpid()}.tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(f"{os.getpid()}\n")
-        os.replace(temporary, target)
-    deadline = time.monotonic() + MAX_HOLD_SECONDS
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
+def observe(observer: Observer) -> None:
+    """Call ``observer(point)`` at every point this process's sweeps reach, until :func:`forget`."""
+    _observers.append(observer)
+
+
+def forget(observer: Observer) -> None:
+    """Stop calling ``observer`` (no error when it was not observing)."""
+    if observer in _observers:
+        _observers.remove(observer)
+
+
+def reached(point: str) -> None:
+    """The sweep is at ``point`` (one of :data:`POINTS`): tell the observers, if any."""
+    for observer in tuple(_observers):
+        observer(point)

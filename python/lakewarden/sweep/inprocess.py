@@ -18,7 +18,7 @@ from lakewarden.deleters.base import Deleter
 from lakewarden.errors import error_line
 from lakewarden.report import utc_now
 from lakewarden.sweep.engine import OutcomeLog, RowChecker, SweepFailed, delete_rows
-from lakewarden.sweep.hooks import hold
+from lakewarden.sweep.hooks import reached
 from lakewarden.sweep.outcomes_file import load_outcomes, merge_into, write_outcomes_csv
 from lakewarden.sweep.report_dir import Report, address_rows
 from lakewarden.sweep.result import OUTCOME_COUNTS, OutcomeCounts, SweepResult
@@ -52,7 +52,7 @@ def sweep_in_process(
         previously += earlier is not None and earlier.status == "deleted"
     num_todo = len(keys) - previously
     status.start(num_marked=len(keys), previously_deleted=previously, lock_taken_over=lock_taken_over)
-    hold("started")
+    reached("started")
     log.info("sweep %s of %s: %d addresses to delete in-process, batches of %d", sweep_id, report.path, num_todo, batch_size)
 
     def not_deleted(row: tuple[str, str, str]) -> bool:
@@ -82,7 +82,7 @@ def sweep_in_process(
             log.error("sweep %s failed part-way: %s", sweep_id, error)
     deleting = time.monotonic() - planned
     status.flush()
-    hold("merging")
+    reached("merging")
 
     num_deleted = attempted = 0
     counts = OutcomeCounts()

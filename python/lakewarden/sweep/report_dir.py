@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from lakewarden.errors import BadInput
+from lakewarden.report import ADDRESSES, SUMMARY  # the names of the directory the jobs write
 from lakewarden.safety import parse_uri
 
-ADDRESSES_FILE = "addresses.csv"
-SUMMARY_FILE = "summary.json"
 SWEEP_DIR = "sweep"
 OUTCOMES_DIR = "outcomes"
 OUTCOMES_CSV = "outcomes.csv"
@@ -42,11 +41,11 @@ class Report:
 
     @property
     def addresses(self) -> Path:
-        return self.path / ADDRESSES_FILE
+        return self.path / ADDRESSES
 
     @property
     def summary_file(self) -> Path:
-        return self.path / SUMMARY_FILE
+        return self.path / SUMMARY
 
     @property
     def sweep_dir(self) -> Path:
@@ -93,7 +92,7 @@ def load_report(report_dir: str | os.PathLike[str], *, allow_swept: bool = False
     path = report_path(report_dir)
     if not path.is_dir():
         raise BadInput("report directory does not exist", source=str(path))
-    summary_file = path / SUMMARY_FILE
+    summary_file = path / SUMMARY
     if not summary_file.is_file():
         raise BadInput("missing (not a report directory?)", source=str(summary_file))
     try:
@@ -118,11 +117,11 @@ def load_report(report_dir: str | os.PathLike[str], *, allow_swept: bool = False
             source=str(summary_file),
             field="status",
         )
-    addresses = path / ADDRESSES_FILE
+    addresses = path / ADDRESSES
     if not addresses.exists():
         raise BadInput("missing: the report has no marked addresses file", source=str(addresses))
     report = Report(path, summary, namespace)
-    previous = read_json(report.sweep_dir / SUMMARY_FILE)
+    previous = read_json(report.sweep_dir / SUMMARY)
     if not allow_swept and summary.get("dry_run") is False and previous and previous.get("success"):
         raise BadInput(
             f"already swept at {previous.get('finished_at')} (not a dry run; nothing left to delete)",

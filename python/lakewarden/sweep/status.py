@@ -14,8 +14,8 @@ import threading
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable
 
-from lakewarden.report import write_json_atomic
-from lakewarden.sweep.report_dir import SUMMARY_FILE, Report, read_json
+from lakewarden.report import SUMMARY, write_json_atomic
+from lakewarden.sweep.report_dir import Report, read_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.sweep.result import SweepResult
@@ -151,4 +151,4 @@ class SweepStatus:
         write_json_atomic(self.report.summary_file, self.summary)
 
     def _write_sweep_summary(self, document: dict[str, Any]) -> None:
-        write_json_atomic(self.report.sweep_dir / SUMMARY_FILE, document)
+        write_json_atomic(self.report.sweep_dir / SUMMARY, document)
