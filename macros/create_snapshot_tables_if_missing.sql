@@ -5,7 +5,8 @@
     models/sources.yml:
     - a table kept across runs (meta.state_table: lifecycle's ledger and policy history,
       uncommitted GC's runs) is the Parquet directory under $LAKEWARDEN_HOME/tables/<name>, so
-      a plain `dbt build` reads the history the runner keeps;
+      a plain `dbt build` reads the history the runner keeps (a table renamed since, meta.former_name,
+      is found under its current name once a lakewarden run has appended to it);
     - any other source is an empty view: the build runs, on no data, unless the caller loaded a
       snapshot into the session first (the test suite, a notebook). -#}
 {% macro create_snapshot_tables_if_missing() %}

@@ -17,7 +17,7 @@ repository as (
 
 active_commits as (
 
-    select * from {{ ref('gc_commits') }}
+    select * from {{ ref('gc_committed_commits') }}
     where is_active
 
 ),
@@ -33,7 +33,7 @@ active_ranges as (
 
 marked as (
 
-    select physical_address from {{ ref('gc_marked_addresses') }}
+    select physical_address from {{ ref('gc_committed_marked_addresses') }}
 
 ),
 
@@ -54,7 +54,7 @@ active_range_entries as (
     left semi join active_ranges on ranges.range_id = active_ranges.range_id
     -- the same ranges again, as a list the Parquet reader can skip the others' files and row groups by
     where {{ skip_to_ranges('ranges.range_id',
-        "select distinct metaranges.range_id from " ~ ref('gc_commits') ~ " as commits"
+        "select distinct metaranges.range_id from " ~ ref('gc_committed_commits') ~ " as commits"
         ~ " inner join " ~ ref('stg_lakefs__metaranges') ~ " as metaranges"
         ~ " on commits.meta_range_id = metaranges.meta_range_id where commits.is_active"
     ) }}

@@ -20,7 +20,7 @@ from lakewarden.errors import BadInput, LakewardenError, error_line
 COMMAND_MODULES: tuple[str, ...] = (
     "lakewarden.jobs.demo",
     "lakewarden.jobs.lifecycle",
-    "lakewarden.jobs.gc",
+    "lakewarden.jobs.gc_committed",
     "lakewarden.sstable_cli",
     "lakewarden.extract.cli",
     "lakewarden.checks.cli",

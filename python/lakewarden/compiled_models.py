@@ -88,8 +88,8 @@ class BuildResult:
 RUN_VALUE_STANDINS = {
     "run_id": "lakewarden-standin-run-id-7d3f",
     "now": "1900-01-01T00:00:00.424242Z",
-    "uncommitted_gc_storage_cutoff": "1900-01-02T00:00:00.424242Z",
-    "uncommitted_gc_previous_last_commit_at": "1900-01-03T00:00:00.424242Z",
+    "gc_uncommitted_storage_cutoff": "1900-01-02T00:00:00.424242Z",
+    "gc_uncommitted_previous_last_commit_at": "1900-01-03T00:00:00.424242Z",
 }
 #: environment variables the compiled code depends on (the profile's schema and target)
 COMPILE_ENVIRONMENT = ("LAKEWARDEN_SCHEMA", "LAKEWARDEN_TARGET")

@@ -125,12 +125,12 @@ def check_snapshot_holds_kept(spark: "SparkSession", kept: LakeFSKept, commits: 
         raise _refuse(kept, "are missing from the snapshot or differ there", bad.limit(NAMED).collect(), count, "re-extract the repository")
 
 
-def check_active_covers_kept(spark: "SparkSession", kept: LakeFSKept, gc_commits: "DataFrame") -> None:
-    """Every commit lakeFS keeps is active in lakewarden's committed GC (``gc_commits``:
+def check_active_covers_kept(spark: "SparkSession", kept: LakeFSKept, gc_committed_commits: "DataFrame") -> None:
+    """Every commit lakeFS keeps is active in lakewarden's committed GC (``gc_committed_commits``:
     ``commit_id``, ``is_active``, ``reason``)."""
     from pyspark.sql import functions as F
 
-    joined = _frame(spark, kept).join(gc_commits.select("commit_id", "is_active", "reason"), "commit_id", "left")
+    joined = _frame(spark, kept).join(gc_committed_commits.select("commit_id", "is_active", "reason"), "commit_id", "left")
     bad = joined.where(F.col("is_active").isNull() | ~F.col("is_active")).select(
         "commit_id", F.coalesce(F.col("reason"), F.lit("not in the snapshot"))
     )

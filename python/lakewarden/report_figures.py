@@ -181,7 +181,7 @@ def write_figures(
 
     ``kept``: the objects the run keeps, one row per object (``earliest_modified_at``,
     ``size_bytes``), when the job's models already computed them (committed GC's
-    ``gc_kept_addresses``); without it the kept ages take one pass over every entry here.
+    ``gc_committed_kept_addresses``); without it the kept ages take one pass over every entry here.
     ``kept_note`` says what ``kept`` holds when it is not the committed objects; ``kept`` may be
     a function giving it (called here, so a failure to compute it is the figures' alone).
 

@@ -2,7 +2,7 @@
 serialises their writers.
 
 Lifecycle's ledger (``lifecycle_run_events``) and policy history (``lifecycle_policy_history``)
-and uncommitted GC's run history (``uncommitted_gc_runs``) are the only tables that outlive a
+and uncommitted GC's run history (``gc_uncommitted_runs``) are the only tables that outlive a
 process. They are plain Parquet directories, so any tool can read them, and Spark's in-memory
 catalog knows them only because :func:`register_state_tables` points a table at each directory
 when the session starts (``macros/create_snapshot_tables_if_missing.sql`` does the same for people
@@ -47,7 +47,37 @@ class StateLocked(LakewardenError):
 
 
 def table_location(state: Path, table: str) -> Path:
+    """Where a state table's Parquet files go: ``STATE/tables/<name>``."""
     return Path(state) / TABLES_DIR / table
+
+
+def stored_location(state: Path, table: str) -> Path:
+    """Where a state table's files are now: :func:`table_location`, or the directory of its
+    former name (:func:`former_names`) in a state dir that has only that one."""
+    current = table_location(state, table)
+    former = former_names().get(table)
+    if former is not None and (not current.exists() or _empty_directory(current)):
+        previous = table_location(state, former)
+        if previous.is_dir():
+            return previous
+    return current
+
+
+def _adopt_former_name(state: Path, table: str) -> bool:
+    """Move a table kept under its former name to its current one (the caller holds the lock).
+    True when it moved: the session's tables must be pointed again."""
+    location = stored_location(state, table)
+    current = table_location(state, table)
+    if location == current:
+        return False
+    if current.exists():
+        current.rmdir()  # empty (a plain dbt build points the table there first); fails otherwise
+    os.rename(location, current)
+    return True
+
+
+def _empty_directory(path: Path) -> bool:
+    return path.is_dir() and not any(path.iterdir())
 
 
 def qualified(table: str) -> str:
@@ -60,6 +90,17 @@ def state_table_names() -> tuple[str, ...]:
     from lakewarden.snapshot import source_meta
 
     return tuple(name for name, meta in source_meta("lakewarden").items() if meta.get("state_table"))
+
+
+def former_names() -> dict[str, str]:
+    """``table -> former name`` of the state tables renamed since a state dir may have been
+    written (``meta.former_name`` in ``models/sources.yml``). Such a dir still has the rows under
+    the former name: readers find them there (:func:`stored_location`), and the first writer to
+    append moves the directory to the current name under the lock (a rename: no row is copied
+    or lost)."""
+    from lakewarden.snapshot import source_meta
+
+    return {name: str(meta["former_name"]) for name, meta in source_meta("lakewarden").items() if meta.get("former_name")}
 
 
 def _ddl(table: str) -> str:
@@ -82,7 +123,7 @@ def register_state_tables(spark: "SparkSession", state: Path) -> None:
         return
     spark.sql(f"create database if not exists {STATE_SCHEMA}")
     for table in state_table_names():
-        location = table_location(state, table)
+        location = stored_location(state, table)
         location.mkdir(parents=True, exist_ok=True)
         spark.sql(f"drop table if exists {qualified(table)}")
         spark.sql(f"create table {qualified(table)} ({_ddl(table)}) using parquet location {sql_string(str(location))}")
@@ -98,9 +139,16 @@ def append_rows(spark: "SparkSession", state: Path, table: str, rows: Sequence[S
     if not rows:
         return
     with state_lock(state, f"append to {table}"):
-        register_state_tables(spark, state)
+        _register_current(spark, state, table)
         write_parquet_part(table_location(state, table), arrow_rows(table, rows))
         spark.catalog.refreshTable(qualified(table))
+
+
+def _register_current(spark: "SparkSession", state: Path, table: str) -> None:
+    """Register the state tables with ``table`` under its current name (the lock is held)."""
+    if _adopt_former_name(Path(state), table):
+        _registered.pop(id(spark), None)
+    register_state_tables(spark, state)
 
 
 def arrow_rows(table: str, rows: Sequence[Sequence[Any]]) -> Any:
@@ -132,7 +180,7 @@ def state_rows(state: Path, table: str) -> list[dict[str, Any]]:
     from lakewarden.snapshot import source_columns
 
     columns = [name for name, _ in source_columns("lakewarden")[table]]
-    directory = table_location(Path(state), table)
+    directory = stored_location(Path(state), table)
     if not directory.is_dir():
         return []
     rows: list[dict[str, Any]] = []
@@ -181,7 +229,7 @@ def append_frame(spark: "SparkSession", state: Path, table: str, frame: Any) -> 
 
     columns = [name for name, _ in source_columns("lakewarden")[table]]
     with state_lock(state, f"append to {table}"):
-        register_state_tables(spark, state)
+        _register_current(spark, state, table)
         frame.select(*columns).write.insertInto(qualified(table))
         spark.catalog.refreshTable(qualified(table))
 

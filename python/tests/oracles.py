@@ -152,7 +152,7 @@ def local_storage(namespace_path: Path) -> dict[str, datetime]:
     return found
 
 
-def uncommitted_gc_marked(snapshot: Snapshot, storage: dict[str, datetime], now: datetime, min_age: timedelta) -> set[str]:
+def gc_uncommitted_marked(snapshot: Snapshot, storage: dict[str, datetime], now: datetime, min_age: timedelta) -> set[str]:
     """What a clean uncommitted GC run must mark: stored objects inside the namespace (not
     ``_lakefs/``, not lakeFS's root ``dummy``) that no entry of any range and no staged entry references, at least
     ``min_age`` old (unknown age: too young)."""

@@ -35,16 +35,16 @@ def test_every_project_model_is_one_the_runner_executes_as_dbt_does(test_state_d
 
 
 JOB_SELECTIONS = [
-    ("+gc_marked_addresses +gc_commits", {"retain_tags": True}),
-    ("+gc_marked_addresses +gc_commits", {"retain_tags": False}),
-    ("+uncommitted_gc_run +uncommitted_gc_read_ranges", {"uncommitted_gc_mode": "clean", "uncommitted_gc_min_age_seconds": 3600}),
+    ("+gc_committed_marked_addresses +gc_committed_commits", {"retain_tags": True}),
+    ("+gc_committed_marked_addresses +gc_committed_commits", {"retain_tags": False}),
+    ("+gc_uncommitted_run +gc_uncommitted_read_ranges", {"gc_uncommitted_mode": "clean", "gc_uncommitted_min_age_seconds": 3600}),
     (
-        "+uncommitted_gc_run +uncommitted_gc_read_ranges",
+        "+gc_uncommitted_run +gc_uncommitted_read_ranges",
         {
-            "uncommitted_gc_mode": "optimized",
-            "uncommitted_gc_min_age_seconds": 86400,
-            "uncommitted_gc_storage_cutoff": "2026-03-01T00:00:00.000000Z",
-            "uncommitted_gc_previous_last_commit_at": "2026-02-28T12:00:00.000000Z",
+            "gc_uncommitted_mode": "optimized",
+            "gc_uncommitted_min_age_seconds": 86400,
+            "gc_uncommitted_storage_cutoff": "2026-03-01T00:00:00.000000Z",
+            "gc_uncommitted_previous_last_commit_at": "2026-02-28T12:00:00.000000Z",
         },
     ),
     (
@@ -274,9 +274,9 @@ def test_what_the_runner_would_execute_differently_is_refused(spark, node, messa
 
 def test_compiled_node_keeps_what_the_runner_needs(test_state_dir):
     manifest = parsed_manifest(dbt_location(test_state_dir))
-    node = next(n for n in manifest.nodes.values() if n.name == "gc_marked_addresses")
+    node = next(n for n in manifest.nodes.values() if n.name == "gc_committed_marked_addresses")
     compiled = _compiled(node)
-    assert compiled.relation == "lakewarden.gc_marked_addresses"
+    assert compiled.relation == "lakewarden.gc_committed_marked_addresses"
     assert compiled.materialized == "table" and compiled.resource_type == "model" and compiled.language == "sql"
     assert "model.lakewarden.int_gc_committed__expired_entries" in compiled.depends_on
 

@@ -386,14 +386,14 @@ def test_now_before_newest_commit_without_dry_run_names_snapshot_and_changes_not
 def test_the_safety_test_catches_a_live_address_in_the_mark(spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path) -> None:
     """The safety net the mark's build runs (tests/assert_gc_never_marks_live_addresses.sql)
     finds a live object slipped into the marked rows, and nothing in the honest mark."""
-    from lakewarden.jobs.gc import MARK_MODELS
+    from lakewarden.jobs.gc_committed import MARK_MODELS
     from safety_tamper import safety_verdicts
 
     assert run_gc(sample, test_state_dir, tmp_path / "report", "--dry-run", "--now", rfc3339(sample.end + timedelta(days=1))) == 0
     live = spark.sql(
         """
         select concat(repository.storage_namespace_root, '/', ranges.address) as physical_address
-        from lakewarden.gc_commits as commits
+        from lakewarden.gc_committed_commits as commits
         join lakewarden.stg_lakefs__metaranges as metaranges on commits.meta_range_id = metaranges.meta_range_id
         join lakewarden.stg_lakefs__ranges as ranges on metaranges.range_id = ranges.range_id
         cross join lakewarden.stg_lakefs__repository as repository
@@ -403,7 +403,7 @@ def test_the_safety_test_catches_a_live_address_in_the_mark(spark, test_state_di
     ).first()["physical_address"]
     honest, caught = safety_verdicts(
         spark, state=test_state_dir, selection=MARK_MODELS, test_name="assert_gc_never_marks_live_addresses",
-        mart="gc_marked_addresses", slipped_in={live},
+        mart="gc_committed_marked_addresses", slipped_in={live},
         variables={"now": rfc3339(sample.end + timedelta(days=1)), "run_id": "tamper", "snapshot_schema": "lakewarden_snapshot",
                    "retain_tags": True},
     )

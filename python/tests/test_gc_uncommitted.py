@@ -23,7 +23,7 @@ from lakewarden.errors import BadInput
 from lakewarden.jobs import gc_uncommitted
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from model_forms import large_repository_forms
-from oracles import Snapshot, local_file, local_storage, uncommitted_gc_marked
+from oracles import Snapshot, local_file, local_storage, gc_uncommitted_marked
 from test_gc_uncommitted_support import Repo, rfc3339
 
 pytestmark = pytest.mark.spark
@@ -67,7 +67,7 @@ def test_clean_run_deletes_exactly_the_oracle_set(spark, test_state_dir: Path, s
     now = sample.end + timedelta(hours=1)
     storage = local_storage(sample.namespace_path)
     snapshot = Snapshot.read(sample.snapshot_dir)
-    expected = uncommitted_gc_marked(snapshot, storage, now, timedelta(hours=24))
+    expected = gc_uncommitted_marked(snapshot, storage, now, timedelta(hours=24))
     uploads = {(sample.namespace_path / name).as_uri(): name for name in sample.unreferenced_objects}
     old_uploads = {uri for uri, name in uploads.items() if not name.endswith("abandoned-2.bin")}
     assert old_uploads <= expected and not (set(uploads) - old_uploads) & expected
@@ -116,7 +116,7 @@ def test_staged_and_young_objects_are_kept(spark, test_state_dir: Path, sample: 
     report = tmp_path / "report"
     assert run_uc(snapshot_dir, test_state_dir, report, now, "--min-age", "1h", "--dry-run", "--clean") == 0
     got = marked(report)
-    expected = uncommitted_gc_marked(Snapshot.read(snapshot_dir), local_storage(sample.namespace_path), now, timedelta(hours=1))
+    expected = gc_uncommitted_marked(Snapshot.read(snapshot_dir), local_storage(sample.namespace_path), now, timedelta(hours=1))
     assert got == expected
     names = {uri.rsplit("/", 1)[-1] for uri in got}
     assert {"abandoned-1.bin", "abandoned-2.bin"} <= names
@@ -157,7 +157,7 @@ def test_optimized_run_after_new_commits_and_uploads(spark, test_state_dir: Path
     repo.advance(timedelta(minutes=10))
     now2 = repo.clock
     snapshot = repo.write_snapshot()
-    expected = uncommitted_gc_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), now2, timedelta(hours=1))
+    expected = gc_uncommitted_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), now2, timedelta(hours=1))
     assert expected == {(repo.namespace_path / a).as_uri() for a in (lost, dropped, new_lost)}
     assert (repo.namespace_path / young).as_uri() not in expected
 
@@ -216,7 +216,7 @@ def test_storage_clock_ahead_of_lakefs_never_unprotects_a_committed_object(spark
     second = tmp_path / "r2"
     assert run_uc(snapshot, test_state_dir, second, repo.clock, "--min-age", "1h", "--dry-run") == 0
     assert summary(second)["run_mode"] == "optimized"
-    assert uncommitted_gc_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), repo.clock, timedelta(hours=1)) == set()
+    assert gc_uncommitted_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), repo.clock, timedelta(hours=1)) == set()
     assert marked(second) == set(), "a committed object was marked"
 
 
@@ -302,7 +302,7 @@ def test_optimized_run_is_always_a_subset_of_a_clean_run(spark, test_state_dir: 
             now = max(repo.clock, max(datetime.fromisoformat(c["creation_date"].replace("Z", "+00:00")) for c in repo.commits))
             snapshot = repo.write_snapshot()
             age = gc_uncommitted.parse_min_age(min_age)
-            oracle = uncommitted_gc_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), now, age)
+            oracle = gc_uncommitted_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), now, age)
 
             optimized = root / f"opt-{number}"
             assert run_uc(snapshot, test_state_dir, optimized, now, "--min-age", min_age, "--dry-run") == 0

@@ -25,7 +25,7 @@ def test_the_state_tables_are_the_sources_marked_state_table() -> None:
     assert set(state_table_names()) == {
         "lifecycle_run_events",
         "lifecycle_policy_history",
-        "uncommitted_gc_runs",
+        "gc_uncommitted_runs",
         "range_windows",
         "committed_gc_marks",
     }
@@ -61,7 +61,7 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path: Path) -> None:
 
 
 def test_tables_live_under_the_state_dir(tmp_path: Path) -> None:
-    assert table_location(tmp_path, "uncommitted_gc_runs") == tmp_path / "tables" / "uncommitted_gc_runs"
+    assert table_location(tmp_path, "gc_uncommitted_runs") == tmp_path / "tables" / "gc_uncommitted_runs"
 
 
 def test_state_rows_reads_a_small_table_without_spark(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_state_rows_reads_a_small_table_without_spark(tmp_path: Path) -> None:
 
     from lakewarden.state_tables import arrow_rows, state_rows, write_parquet_part
 
-    table = "uncommitted_gc_runs"
+    table = "gc_uncommitted_runs"
     assert state_rows(tmp_path, table) == []
     directory = table_location(tmp_path, table)
     moment = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
@@ -97,3 +97,56 @@ def test_state_rows_reads_a_small_table_without_spark(tmp_path: Path) -> None:
     assert rows["run_id-1"]["inventory_fingerprint"] == "inventory_fingerprint-1"
     assert rows["run-0"]["run_at"] == moment and rows["run-0"]["run_at"].tzinfo is not None
     assert rows["run-0"]["inventory_fingerprint"] is None and rows["run-0"]["finished_at"] is None
+
+
+def test_a_state_dir_from_before_a_rename_keeps_its_rows(tmp_path: Path) -> None:
+    """Uncommitted GC's history was ``uncommitted_gc_runs``: a state dir written then is read
+    where it is (an optimized run still finds its previous run), and the first append moves the
+    directory to ``gc_uncommitted_runs`` whole, then writes beside the old rows."""
+    from lakewarden.state_tables import (
+        _adopt_former_name,
+        arrow_rows,
+        former_names,
+        state_rows,
+        stored_location,
+        write_parquet_part,
+    )
+
+    table = "gc_uncommitted_runs"
+    assert former_names() == {table: "uncommitted_gc_runs"}
+    old = table_location(tmp_path, "uncommitted_gc_runs")
+    columns = [field.name for field in arrow_rows(table, []).schema]
+    row = tuple("run-old" if name == "run_id" else None for name in columns)
+    write_parquet_part(old, arrow_rows(table, [row]))
+
+    assert stored_location(tmp_path, table) == old
+    assert [r["run_id"] for r in state_rows(tmp_path, table)] == ["run-old"]
+
+    with state_lock(tmp_path, "test"):
+        assert _adopt_former_name(tmp_path, table) is True
+        assert _adopt_former_name(tmp_path, table) is False  # once
+    assert not old.exists() and stored_location(tmp_path, table) == table_location(tmp_path, table)
+    write_parquet_part(table_location(tmp_path, table), arrow_rows(table, [tuple("run-new" if n == "run_id" else None for n in columns)]))
+    assert sorted(r["run_id"] for r in state_rows(tmp_path, table)) == ["run-new", "run-old"]
+
+
+def test_a_current_table_wins_over_a_former_one(tmp_path: Path) -> None:
+    """Both directories present: a current one with rows is the table and the former is left
+    alone (never merged by guess); an empty current one (a plain dbt build pointed the table
+    there first) gives way to the former's rows."""
+    from lakewarden.state_tables import _adopt_former_name, arrow_rows, stored_location, write_parquet_part
+
+    table = "gc_uncommitted_runs"
+    current, old = table_location(tmp_path, table), table_location(tmp_path, "uncommitted_gc_runs")
+    old.mkdir(parents=True)
+    (old / "part-old.parquet").write_bytes(b"")
+    current.mkdir(parents=True)
+    assert stored_location(tmp_path, table) == old
+    with state_lock(tmp_path, "test"):
+        assert _adopt_former_name(tmp_path, table) is True
+    assert (current / "part-old.parquet").exists() and not old.exists()
+
+    old.mkdir()
+    write_parquet_part(current, arrow_rows(table, []))
+    assert stored_location(tmp_path, table) == current
+    assert _adopt_former_name(tmp_path, table) is False and old.is_dir()

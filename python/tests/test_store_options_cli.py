@@ -129,7 +129,7 @@ def test_sweep_says_when_deletes_leave_recoverable_versions(
 )
 def test_a_job_hands_its_sweep_the_store_options(argv: list[str], expected: dict[str, str]) -> None:
     """What a job run without --dry-run gives the sweep (lakewarden.jobs.shape)."""
-    from lakewarden.jobs.gc import CommittedGc
+    from lakewarden.jobs.gc_committed import CommittedGc
     from lakewarden.jobs.gc_uncommitted import UncommittedGc
     from lakewarden.jobs.lifecycle import Lifecycle
 

@@ -4,7 +4,7 @@
 -- mark which candidates a live reference rescues and gives the report the ages of the objects
 -- that stay. Keys are hashes: two objects sharing one count as one here, so a collision keeps
 -- an object (a live reference to either rescues both), never marks one.
--- A table: the mark reads it and the report's kept ages read it (gc_kept_addresses).
+-- A table: the mark reads it and the report's kept ages read it (gc_committed_kept_addresses).
 
 {{ config(materialized='table') }}
 

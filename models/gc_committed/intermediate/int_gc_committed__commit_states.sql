@@ -1,5 +1,5 @@
 -- One row per commit of the repository: whether committed GC keeps it active, and why.
--- A table (one row per commit): gc_commits and the ranges' liveness both read it.
+-- A table (one row per commit): gc_committed_commits and the ranges' liveness both read it.
 
 {{ config(materialized='table') }}
 

@@ -21,7 +21,7 @@ address_keys as (
 
 marked as (
 
-    select * from {{ ref('gc_marked_addresses') }}
+    select * from {{ ref('gc_committed_marked_addresses') }}
 
 ),
 

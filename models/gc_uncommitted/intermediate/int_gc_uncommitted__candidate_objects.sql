@@ -1,13 +1,13 @@
 -- One row per stored object this run considers. A clean run considers every object storage
--- holds. An optimized run (var uncommitted_gc_mode = 'optimized') considers only (a) objects
+-- holds. An optimized run (var gc_uncommitted_mode = 'optimized') considers only (a) objects
 -- the previous run's uncommitted inventory listed and storage still holds, and (b) objects
--- storage wrote after the previous run's cutoff (var uncommitted_gc_storage_cutoff); every
+-- storage wrote after the previous run's cutoff (var gc_uncommitted_storage_cutoff); every
 -- other object was referenced by a range the previous run had already read.
 
-{%- set optimized = var('uncommitted_gc_mode', 'clean') == 'optimized' %}
-{%- set cutoff = var('uncommitted_gc_storage_cutoff', none) %}
+{%- set optimized = var('gc_uncommitted_mode', 'clean') == 'optimized' %}
+{%- set cutoff = var('gc_uncommitted_storage_cutoff', none) %}
 {%- if optimized and not cutoff %}
-    {{ exceptions.raise_compiler_error("an optimized uncommitted GC run needs var uncommitted_gc_storage_cutoff") }}
+    {{ exceptions.raise_compiler_error("an optimized uncommitted GC run needs var gc_uncommitted_storage_cutoff") }}
 {%- endif %}
 
 with
@@ -21,7 +21,7 @@ storage_objects as (
 previous_inventory as (
 
     select distinct physical_address
-    from {{ source('lakewarden', 'uncommitted_gc_previous_inventory') }}
+    from {{ source('lakewarden', 'gc_uncommitted_previous_inventory') }}
     where {{ 'true' if optimized else 'false' }}
 
 ),

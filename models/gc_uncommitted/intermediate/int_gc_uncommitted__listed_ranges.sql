@@ -3,7 +3,7 @@
 -- runner saves them for the next run. Ranges no commit lists are read but not saved, so they are
 -- read again until a commit lists them.
 
-{%- set optimized = var('uncommitted_gc_mode', 'clean') == 'optimized' %}
+{%- set optimized = var('gc_uncommitted_mode', 'clean') == 'optimized' %}
 
 with
 
@@ -22,7 +22,7 @@ metaranges as (
 previously_read_ranges as (
 
     select distinct range_id
-    from {{ source('lakewarden', 'uncommitted_gc_previous_ranges') }}
+    from {{ source('lakewarden', 'gc_uncommitted_previous_ranges') }}
     where {{ 'true' if optimized else 'false' }}
 
 ),

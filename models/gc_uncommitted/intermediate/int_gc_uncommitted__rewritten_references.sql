@@ -10,7 +10,7 @@
 -- with no candidate written since (a no-op run) the key list is empty and no entry is read. A
 -- clean run subtracts every range already: this model is empty then.
 
-{%- set optimized = var('uncommitted_gc_mode', 'clean') == 'optimized' %}
+{%- set optimized = var('gc_uncommitted_mode', 'clean') == 'optimized' %}
 
 with
 

@@ -6,7 +6,7 @@
 -- objects stay in it, flagged, so the next run decides them again. The runner saves it as the
 -- run's uncommitted inventory file.
 
-{%- set min_age_seconds = var('uncommitted_gc_min_age_seconds', 86400) | int %}
+{%- set min_age_seconds = var('gc_uncommitted_min_age_seconds', 86400) | int %}
 
 with
 

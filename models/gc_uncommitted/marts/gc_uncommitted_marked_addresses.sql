@@ -7,7 +7,7 @@ with
 
 uncommitted_inventory as (
 
-    select * from {{ ref('uncommitted_gc_inventory') }}
+    select * from {{ ref('gc_uncommitted_inventory') }}
 
 ),
 

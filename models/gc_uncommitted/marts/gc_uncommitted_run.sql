@@ -2,8 +2,8 @@
 -- commit of the snapshot: every range it and its ancestors list has been read once this run is
 -- done) and counts. The runner appends it, with the output locations, to the run history.
 
-{%- set optimized = var('uncommitted_gc_mode', 'clean') == 'optimized' %}
-{%- set previous_last_commit_at = var('uncommitted_gc_previous_last_commit_at', none) %}
+{%- set optimized = var('gc_uncommitted_mode', 'clean') == 'optimized' %}
+{%- set previous_last_commit_at = var('gc_uncommitted_previous_last_commit_at', none) %}
 
 with
 
@@ -21,13 +21,13 @@ listed_ranges as (
 
 uncommitted_inventory as (
 
-    select * from {{ ref('uncommitted_gc_inventory') }}
+    select * from {{ ref('gc_uncommitted_inventory') }}
 
 ),
 
 marked as (
 
-    select * from {{ ref('uncommitted_gc_marked_addresses') }}
+    select * from {{ ref('gc_uncommitted_marked_addresses') }}
 
 ),
 

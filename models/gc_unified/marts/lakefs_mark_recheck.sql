@@ -1,6 +1,6 @@
 -- The re-check of a mark lakeFS's GC wrote, before `lakewarden sweep --mark-id` deletes it: one
 -- row per address of the mark, with why it must be kept (null: it may go). Kept: an address an
--- active commit's entries reference (committed GC's own gc_commits, with this run's rules and
+-- active commit's entries reference (committed GC's own gc_committed_commits, with this run's rules and
 -- clock), one a staged entry references, or one no job may delete (outside the namespace,
 -- under _lakefs/, lakeFS's dummy). Addresses are compared by their normalised physical form, as
 -- the committed GC's safety test compares them.
@@ -29,11 +29,11 @@ active_ranges as (
 
     select
         metaranges.range_id,
-        min(gc_commits.commit_id) as commit_id
-    from {{ ref('gc_commits') }} as gc_commits
+        min(gc_committed_commits.commit_id) as commit_id
+    from {{ ref('gc_committed_commits') }} as gc_committed_commits
     inner join {{ ref('stg_lakefs__metaranges') }} as metaranges
-        on gc_commits.meta_range_id = metaranges.meta_range_id
-    where gc_commits.is_active
+        on gc_committed_commits.meta_range_id = metaranges.meta_range_id
+    where gc_committed_commits.is_active
     group by metaranges.range_id
 
 ),

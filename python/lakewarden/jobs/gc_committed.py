@@ -20,8 +20,8 @@ from lakewarden.snapshot import register_rows
 log = logging.getLogger(__name__)
 
 JOB = "gc-committed"
-MARK_MODELS = "+gc_marked_addresses +gc_commits +gc_kept_addresses"
-COMMITS_MODELS = "+gc_commits"
+MARK_MODELS = "+gc_committed_marked_addresses +gc_committed_commits +gc_committed_kept_addresses"
+COMMITS_MODELS = "+gc_committed_commits"
 MARKS = "committed_gc_marks"  # state table (lakewarden.state_tables), kept across runs
 MARKED_COLUMNS = ("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "example_path", "path_count")
 
@@ -125,18 +125,18 @@ def mark_committed(
         # the commits first (no range is read for them): when the snapshot, the models and the
         # active set are those of an earlier mark on this state dir, that mark is the answer
         context.build_models(COMMITS_MODELS, retain_tags=retain_tags)
-        commits = context.table("gc_commits")
+        commits = context.table("gc_committed_commits")
         reused = find_reusable_mark(context, mark_identity(context, commits))
         if reused is not None:
             reused_run_id, location = reused
             report.update(mark_reused_from_run_id=reused_run_id, ranges_read=0)
             log.info("committed GC: same snapshot, models and active commits as run %s: its mark is reused", reused_run_id)
         else:
-            # the whole mark with its safety tests (they need gc_commits in the same build); the
+            # the whole mark with its safety tests (they need gc_committed_commits in the same build); the
             # identity recorded is the one of the commits this build computed
             written = mark_location(context)
-            context.build_models(MARK_MODELS, locations={"gc_marked_addresses": written}, retain_tags=retain_tags)
-            commits = context.table("gc_commits")
+            context.build_models(MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags)
+            commits = context.table("gc_committed_commits")
             location = keep_mark(context, mark_identity(context, commits), written)
             report.update(mark_reused_from_run_id=None)
         marked = context.spark.read.parquet(location)
@@ -269,10 +269,10 @@ def kept_figures(
         log.info("report figures kept with the mark for this clock are reused")
         return
     # the objects this run keeps, when its own build computed them (a reused mark did not)
-    built = context.models is not None and context.models.built("gc_kept_addresses")
+    built = context.models is not None and context.models.built("gc_committed_kept_addresses")
     written = write_figures(
         report.directory, context.spark, job=job, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
-        kept=context.table("gc_kept_addresses") if built else None,
+        kept=context.table("gc_committed_kept_addresses") if built else None,
     )
     if written is not None and Path(location).is_dir():
         try:

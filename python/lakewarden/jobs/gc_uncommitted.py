@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 JOB = "gc-uncommitted"
-MARK_MODELS = "+uncommitted_gc_run +uncommitted_gc_read_ranges"
+MARK_MODELS = "+gc_uncommitted_run +gc_uncommitted_read_ranges"
 DEFAULT_MIN_AGE = "24h"
 #: Below this, objects still being uploaded (lakeFS upload tokens, multipart uploads) could go.
 MIN_SAFE_AGE = timedelta(hours=1)
@@ -56,10 +56,10 @@ MIN_SAFE_AGE = timedelta(hours=1)
 #: must not take it for an object written after this run (its range is not read again), so the
 #: cutoff lies this far past the Last Commit.
 STORAGE_CLOCK_SKEW = CLOCK_SKEW
-RUNS = "uncommitted_gc_runs"  # a state table (lakewarden.state_tables), kept across runs
+RUNS = "gc_uncommitted_runs"  # a state table (lakewarden.state_tables), kept across runs
 RUNS_TABLE = qualified(RUNS)
-PREVIOUS_INVENTORY_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_inventory"
-PREVIOUS_RANGES_TABLE = f"{SNAPSHOT_SCHEMA}.uncommitted_gc_previous_ranges"
+PREVIOUS_INVENTORY_TABLE = f"{SNAPSHOT_SCHEMA}.gc_uncommitted_previous_inventory"
+PREVIOUS_RANGES_TABLE = f"{SNAPSHOT_SCHEMA}.gc_uncommitted_previous_ranges"
 #: what the page's "kept" ages count for this job
 KEPT_UNCOMMITTED_NOTE = (
     "kept: uncommitted objects this run considered and keeps (staged, younger than --min-age, or not deletable); "
@@ -359,22 +359,22 @@ def mark_uncommitted(
         _point_table(spark, PREVIOUS_INVENTORY_TABLE, INVENTORY_DDL, previous.uncommitted_inventory_location if previous else None)
         _point_table(spark, PREVIOUS_RANGES_TABLE, RANGES_DDL, previous.scanned_ranges_location if previous else None)
         variables: dict[str, object] = {
-            "uncommitted_gc_mode": mode,
-            "uncommitted_gc_min_age_seconds": int(min_age.total_seconds()),
+            "gc_uncommitted_mode": mode,
+            "gc_uncommitted_min_age_seconds": int(min_age.total_seconds()),
         }
         if previous is not None:
-            variables["uncommitted_gc_storage_cutoff"] = rfc3339(previous.storage_cutoff)
+            variables["gc_uncommitted_storage_cutoff"] = rfc3339(previous.storage_cutoff)
             if previous.last_commit_created_at is not None:
-                variables["uncommitted_gc_previous_last_commit_at"] = rfc3339(previous.last_commit_created_at)
+                variables["gc_uncommitted_previous_last_commit_at"] = rfc3339(previous.last_commit_created_at)
         context.build_models(MARK_MODELS, **variables)
         phase("models")
-        run = context.table("uncommitted_gc_run").first().asDict()
-        marked = context.table("uncommitted_gc_marked_addresses")
+        run = context.table("gc_uncommitted_run").first().asDict()
+        marked = context.table("gc_uncommitted_marked_addresses")
         # kept: the uncommitted objects this run considered and keeps (staged, younger than
         # --min-age, or not deletable); the committed ones are kept by definition and not read
         # again for a figure. Marked objects are on no commit: no branch to trace.
         kept = (
-            context.table("uncommitted_gc_inventory")
+            context.table("gc_uncommitted_inventory")
             .join(marked.select("physical_address"), "physical_address", "left_anti")
             .select(F.col("last_modified_at").alias("earliest_modified_at"), "size_bytes")
         )
@@ -393,10 +393,10 @@ def mark_uncommitted(
             report.write_addresses(
                 marked.select("address", "address_type", "physical_address", "size_bytes", "last_modified_at", "candidate_source")
             )
-            context.table("uncommitted_gc_inventory").select(
+            context.table("gc_uncommitted_inventory").select(
                 "physical_address", F.col("size_bytes").alias("size"), F.col("last_modified_at").alias("last_modified")
             ).write.mode("overwrite").parquet(str(inventory_dir))
-            context.table("uncommitted_gc_read_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
+            context.table("gc_uncommitted_read_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
             marked.select("address").write.mode("overwrite").parquet(str(output_dir / "deleted"))
         phase("report_and_outputs")
         last_commit_at = from_spark(run["last_commit_created_at"])

@@ -1,7 +1,7 @@
 """``lakewarden gc``: committed and uncommitted GC in one run, as lakeFS's default (unified) GC.
 
 One Spark session, one snapshot, one listing or inventory, one report directory. The two marks
-are the two jobs' own (:func:`lakewarden.jobs.gc.mark_committed`,
+are the two jobs' own (:func:`lakewarden.jobs.gc_committed.mark_committed`,
 :func:`lakewarden.jobs.gc_uncommitted.mark_uncommitted`), run one after the other on the same
 session with the same run id, so the models they share (the snapshot's staging views) are
 executed once (:class:`lakewarden.compiled_models.ModelRunner` skips a node this run already
@@ -62,7 +62,7 @@ DESCRIPTION = (
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """The union of both jobs' options, from their own helpers."""
-    from lakewarden.jobs.gc import add_committed_options
+    from lakewarden.jobs.gc_committed import add_committed_options
     from lakewarden.jobs.gc_uncommitted import add_uncommitted_options
 
     add_job_options(parser)
@@ -86,7 +86,7 @@ class UnifiedGcResult:
     num_committed: int
     num_uncommitted: int
     lakefs_mark: str | None
-    committed: Any  # lakewarden.jobs.gc.CommittedGcResult
+    committed: Any  # lakewarden.jobs.gc_committed.CommittedGcResult
     uncommitted: Any  # lakewarden.jobs.gc_uncommitted.UncommittedGcResult
 
 
@@ -127,7 +127,7 @@ class UnifiedGc(Job[UnifiedInputs, UnifiedGcResult]):
             f"({marked.bytes_marked} bytes): {marked.num_committed} {REASON_COMMITTED}, "
             f"{marked.num_uncommitted} {REASON_UNCOMMITTED}"
         ]
-        from lakewarden.jobs.gc import describe_result as committed_lines
+        from lakewarden.jobs.gc_committed import describe_result as committed_lines
         from lakewarden.jobs.gc_uncommitted import describe_result as uncommitted_lines
 
         lines += ["  " + line for line in committed_lines(marked.committed) + uncommitted_lines(marked.uncommitted)]
@@ -154,7 +154,7 @@ def mark_unified(
     """Both marks on this session, the union as one report, the lakeFS-format mark; deletes nothing."""
     from pyspark.sql import functions as F
 
-    from lakewarden.jobs.gc import kept_figures, mark_committed
+    from lakewarden.jobs.gc_committed import kept_figures, mark_committed
     from lakewarden.jobs.gc_uncommitted import mark_uncommitted
     from lakewarden.stores import StoreOptions
 
@@ -190,7 +190,7 @@ def mark_unified(
             F.lit(REASON_COMMITTED).alias("reason"), "example_path", F.lit(None).cast("string").alias("candidate_source"),
             committed_ranges.alias("range_ids"),
         )
-        uncommitted_rows = context.table("uncommitted_gc_marked_addresses").select(
+        uncommitted_rows = context.table("gc_uncommitted_marked_addresses").select(
             "address", "address_type", "physical_address", "size_bytes", "last_modified_at",
             F.lit(REASON_UNCOMMITTED).alias("reason"), F.lit(None).cast("string").alias("example_path"), "candidate_source",
             F.lit(None).cast("array<string>").alias("range_ids"),

@@ -5,7 +5,7 @@ lakeFS's GC (``lakefs.gc.do_sweep=false``) leaves its mark under
 own sweep-only mode does: a missing mark, or one whose summary says it did not succeed, is bad
 input). Before anything is deleted, every address is re-checked against the snapshot
 (``--snapshot`` or ``--lakefs-endpoint``/``--repo``) by the model ``lakefs_mark_recheck``: an
-address an active commit references (committed GC's own ``gc_commits``, with ``--rules``,
+address an active commit references (committed GC's own ``gc_committed_commits``, with ``--rules``,
 ``--retain-tags`` and ``--now``; without rules nothing expires, so every committed address is
 kept), one a staged entry references, and one outside the namespace or under ``_lakefs/`` is
 kept, its reason written to ``kept.csv``. The rest becomes an ordinary report directory
@@ -133,7 +133,7 @@ def recheck(
     from pyspark.sql import functions as F
 
     from lakewarden.jobs.common import SNAPSHOT_SCHEMA
-    from lakewarden.jobs.gc import write_rules_table
+    from lakewarden.jobs.gc_committed import write_rules_table
     from lakewarden.report import default_report_dir, write_single_csv
     from lakewarden.snapshot import sql_string
 
