@@ -1,7 +1,8 @@
 """Benchmark: how fast lakewarden reads lakeFS ranges, in one process and as Spark tasks.
 
 Run ``python benchmarks/sstable_read.py [FILE] [--copies N] [--repeat N]``. FILE defaults
-to the shared fixture ``56569996.sst`` (a production-sized lakeFS range, ~14k entries). Prints:
+to the test fixture ``python/tests/fixtures/lakefs-sstables/lakefs/56569996.sst`` (a
+production-sized lakeFS range, ~14k entries). Prints:
 
 * single process, raw records (footer -> index -> CRC32C-checked, Snappy-decoded blocks);
 * single process, decoded into snapshot columns (protobuf ``catalog.Entry`` per record);
@@ -30,7 +31,7 @@ from lakewarden.lakefs_records import decode_range_columns, iter_decoded  # noqa
 from lakewarden.sstable import SSTableReader  # noqa: E402
 
 DEFAULT_FILE = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "lakefs-sstables" / "lakefs" / "56569996.sst"
+    Path(__file__).resolve().parents[1] / "python" / "tests" / "fixtures" / "lakefs-sstables" / "lakefs" / "56569996.sst"
 )
 
 

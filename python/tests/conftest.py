@@ -9,7 +9,8 @@ from typing import Generator
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
+#: real SSTables written by lakeFS and by pebble (read-only; their origin in fixtures/lakefs-sstables/README.md)
+SSTABLE_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lakefs-sstables"
 
 # The tests read stderr as the command line's error channel (one line per error), as a script or
 # cron job would run lakewarden: no progress lines there. test_progress checks the progress
@@ -46,11 +47,8 @@ def spark(test_state_dir: Path):
 
 @pytest.fixture(scope="session")
 def sstable_fixtures() -> Path:
-    """The real lakeFS and pebble SSTables in ../shared/fixtures (read-only)."""
-    path = SHARED_FIXTURES / "lakefs-sstables"
-    if not path.is_dir():
-        pytest.fail(f"shared fixtures missing at {path}: clone the repository beside ../shared")
-    return path
+    """The real lakeFS and pebble SSTables in python/tests/fixtures (read-only)."""
+    return SSTABLE_FIXTURES
 
 
 WHEEL_MARKERS = ("wheel", "cluster")
