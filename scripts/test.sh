@@ -38,6 +38,9 @@ export LAKEWARDEN_HOME="${LAKEWARDEN_TEST_HOME:-$PWD/.lakewarden-test}"
 echo "== ruff check python benchmarks" >&2
 .venv/bin/ruff check --quiet python benchmarks
 
+echo "== lint-imports (the import contracts of pyproject.toml)" >&2
+.venv/bin/lint-imports --no-cache pyproject.toml >/dev/null || .venv/bin/lint-imports --no-cache pyproject.toml
+
 echo "== sqlfluff lint models tests" >&2
 .venv/bin/sqlfluff lint models tests --processes 1
 
