@@ -41,6 +41,9 @@ echo "== ruff check python benchmarks" >&2
 echo "== lint-imports (the import contracts of pyproject.toml)" >&2
 .venv/bin/lint-imports --no-cache pyproject.toml >/dev/null || .venv/bin/lint-imports --no-cache pyproject.toml
 
+echo "== mypy (pyproject.toml's [tool.mypy])" >&2
+.venv/bin/mypy
+
 echo "== sqlfluff lint models tests" >&2
 .venv/bin/sqlfluff lint models tests --processes 1
 

@@ -318,7 +318,11 @@ class ModelRunner:
         # the calling thread: nodes running at once each name their own)
         self.spark.sparkContext.setJobDescription(f"lakewarden {node.resource_type} {node.name}")
         try:
-            warning = self._test(node) if node.resource_type == "test" else self._model(node)
+            warning = None
+            if node.resource_type == "test":
+                warning = self._test(node)
+            else:
+                self._model(node)
         finally:
             self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
         with self._lock:

@@ -306,8 +306,8 @@ def applicable_rules(job: str, summary: dict[str, Any], holders: list[Holder], s
         return lines
     if job == "lifecycle":
         paths = {p for h in holders for p in h.paths} | {s["key"] for s in staged}
-        branches = {b for h in holders for b in h.branches}
-        return lifecycle_rules(summary, paths, branches)
+        on_branches = {b for h in holders for b in h.branches}
+        return lifecycle_rules(summary, paths, on_branches)
     if job == "gc-uncommitted":
         minimum = summary.get("min_age_seconds")
         return [f"objects younger than --min-age ({minimum} s) are never marked; referenced objects never are"]

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from lakewarden.errors import BadInput
 from lakewarden.timestamps import rfc3339
@@ -517,7 +517,7 @@ class _Lister:
     storage_namespace: str
     options: "StoreOptions"
 
-    def __call__(self, units: Iterator[ListUnit]) -> Iterator[tuple[str, int, datetime]]:
+    def __call__(self, units: Iterable[ListUnit]) -> Iterator[tuple[str, int, datetime]]:
         from lakewarden.stores import store_for
 
         ns = parse_uri(self.storage_namespace)

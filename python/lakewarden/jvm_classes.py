@@ -168,7 +168,7 @@ def _finish(spark: "SparkSession", archive: ArchivePlan) -> None:
     process = getattr(gateway, "proc", None)
     # a run that started no Spark job (refused on bad input) ends at once and keeps nothing;
     # a stopped session (the test suite stops its own) cannot say, and keeps its archive
-    if process is None or process.poll() is not None or spark_jobs_started(spark) == 0:
+    if gateway is None or process is None or process.poll() is not None or spark_jobs_started(spark) == 0:
         _remove(partial)
         return
     started = time.monotonic()

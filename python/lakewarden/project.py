@@ -262,7 +262,10 @@ def compile_nodes(args: Sequence[str], *, state: Path, variables: Mapping[str, A
         ]
         detail = "; ".join(failures[:5]) or f"see {state / 'logs' / 'dbt.log'}"
         raise DbtFailed(f"dbt compile failed: {detail}")
-    return [node_result.node for node_result in result.result.results]
+    executed = getattr(result.result, "results", None)
+    if executed is None:  # dbt's compile always returns its node results; anything else is its bug
+        raise DbtFailed(f"dbt compile returned {type(result.result).__name__}, not node results")
+    return [node_result.node for node_result in executed]
 
 
 def _selection(args: Sequence[str]) -> str:

@@ -578,8 +578,11 @@ def _snapshot_figures(
             ages[int(row["bin"])] = (objects, size)
             continue
         found.add(objects, size)
-        sets = row["sets"] or (0 if use_bits else ())
-        members = [s for s in set_ids if sets & bit_of[s]] if use_bits else [set_ids[n] for n in sets]
+        if use_bits:
+            bits = int(row["sets"] or 0)
+            members = [s for s in set_ids if bits & bit_of[s]]
+        else:
+            members = [set_ids[n] for n in (row["sets"] or ())]
         mask, dangling = 0, False
         for set_id in members:
             set_mask = reach.masks.get(set_id, 0)

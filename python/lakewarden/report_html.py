@@ -109,7 +109,7 @@ def sweep_outcomes(directory: Path) -> tuple[Counter, Counter, dict[str, Any] | 
 
 def run_history(state: Path | None, summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Earlier finished runs of the same job on the same namespace (oldest first), plus this one."""
-    runs: dict[str, dict[str, Any]] = {}
+    runs: dict[Any, dict[str, Any]] = {}  # by run id (as each file has it)
     if state is not None and (state / HISTORY).is_file():
         with open(state / HISTORY, encoding="utf-8") as handle:
             for line in handle:

@@ -28,7 +28,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, TextIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -97,7 +97,7 @@ class _Writer:
         self.directory = directory
         self.format = table_format
         self._ranges: pq.ParquetWriter | None = None
-        self._ranges_jsonl = None
+        self._ranges_jsonl: TextIO | None = None
         self.range_rows = 0
 
     def write_range(self, range_id: str, rows: list[tuple[str, str, str, datetime, int, str]]) -> None:

@@ -360,7 +360,7 @@ class SSTableReader:
             raise self._fail("unsupported: delta-encoded index values (RocksDB format_version >= 4)")
         index_type = self.properties.get("rocksdb.block.based.table.index.type", 0)
         if index_type not in (0, INDEX_TYPE_TWO_LEVEL):
-            raise self._fail(f"unsupported index type {index_type}")
+            raise self._fail(f"unsupported index type {index_type!r}")
 
     # -- blocks -----------------------------------------------------------------------------
 

@@ -201,7 +201,8 @@ class SnapshotCatalog:
         else:
             raise NotFound(f"ref {ref!r} not found in repository {repository!r}", ref=ref)
         commit = commits.get(commit_id, {})
-        created = commit.get("creation_date")
+        # a datetime when the file's loader parsed a timestamp, else as written (a string or absent)
+        created: Any = commit.get("creation_date")
         return ResolvedRef(
             repository=info,
             ref=ref,

@@ -11,7 +11,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 from lakewarden.checks.client import (
     DEFAULT_PORT,
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 ACTIVE = {"STARTING", "EXECUTING"}
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     checks = subparsers.add_parser("checks", help="branch checks: run, list, retry, show; serve the service")
     sub = checks.add_subparsers(dest="checks_command", metavar="SUBCOMMAND", required=True)
 
@@ -287,8 +287,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         store.close()
         raise
     try:
-        server = ChecksServer(service, host=args.host, port=args.port, api_token=token,
-                              limits=ConnectionLimits(**config.connection_limits))
+        # parse_connection_limits gives the caps as ints and the deadlines as floats, each
+        # matching its ConnectionLimits field; the dict's value type cannot say which is which.
+        limits = ConnectionLimits(**cast("dict[str, Any]", config.connection_limits))
+        server = ChecksServer(service, host=args.host, port=args.port, api_token=token, limits=limits)
     except OSError as exc:
         service.close()
         store.close()

@@ -197,8 +197,8 @@ def load_action_document(path: str, text: str | bytes) -> dict[str, Any]:
     try:
         doc = yaml.load(text, Loader=ActionFileLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
-        reason = str(exc).replace("\n", " ")
-        raise BadInput(f"lakeFS rejects this action file: invalid YAML: {reason}", source=path) from None
+        detail = str(exc).replace("\n", " ")
+        raise BadInput(f"lakeFS rejects this action file: invalid YAML: {detail}", source=path) from None
     reason = lakefs_rejection(doc)
     if reason is not None:
         raise BadInput(f"lakeFS rejects this action file: {reason}", source=path)

@@ -254,7 +254,7 @@ def create_app(
     @app.exception_handler(BadInput)
     async def bad_input(_: Request, exc: BadInput) -> JSONResponse:
         message = str(exc).replace("\n", " ")
-        return _json_error(400, service.secrets.mask(message) if service else message, field=exc.field)
+        return _json_error(400, str(service.secrets.mask(message)) if service else message, field=exc.field)
 
     @app.exception_handler(ChecksError)
     async def refused(request: Request, exc: ChecksError) -> JSONResponse:

@@ -7,6 +7,7 @@ and executors are called after the state change is committed, outside any transa
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import fnmatch
 import logging
@@ -174,7 +175,7 @@ class ChecksService:
         return {**self._check_json(found), "mandatory_for": self._mandatory_for(resolved, check_id),
                 "log": self.secrets.mask(self.store.output(found))}
 
-    def _mandatory_for(self, resolved: ResolvedRef, check_id: str) -> list[str]:
+    def _mandatory_for(self, resolved: ResolvedRef, check_id: str) -> builtins.list[str]:
         return [
             rule.branch
             for rule in self.config.protected_branches
@@ -189,7 +190,7 @@ class ChecksService:
     def _check_json(self, e: Execution) -> dict[str, Any]:
         return {**e.to_json(), "log_url": self.log_path(e), "pinned_for": list(e.definition.pinned_for)}
 
-    def _report(self, resolved: ResolvedRef, executions: list[Execution], **extra: Any) -> dict[str, Any]:
+    def _report(self, resolved: ResolvedRef, executions: builtins.list[Execution], **extra: Any) -> dict[str, Any]:
         return {
             "repository": resolved.repository.repository_id,
             "ref": resolved.ref,
@@ -346,7 +347,7 @@ class ChecksService:
             "deadline": execution.deadline_at.isoformat().replace("+00:00", "Z"),
         }
 
-    def _dispatch(self, resolved: ResolvedRef, started: list[tuple[Execution, str, dict[str, Any]]]) -> None:
+    def _dispatch(self, resolved: ResolvedRef, started: builtins.list[tuple[Execution, str, dict[str, Any]]]) -> None:
         """Hand the executor calls to the start pool and return at once."""
         for e, t, p in started:
             self._pool.submit(self._start_one, resolved, e, t, p)
@@ -408,7 +409,7 @@ class ChecksService:
 
     # -- merge gate ----------------------------------------------------------------------------
 
-    def decide(self, repository: str, branch: str, commit_id: str, executions: list[Execution]) -> dict[str, Any]:
+    def decide(self, repository: str, branch: str, commit_id: str, executions: builtins.list[Execution]) -> dict[str, Any]:
         """May ``commit_id`` merge into ``branch``? Every mandatory check must be SUCCESS, and run
         with the definition pinned for this branch (a source's own definition does not count)."""
         mandatory = self.config.mandatory_checks(repository, branch)
@@ -431,7 +432,7 @@ class ChecksService:
         return {"branch": branch, "mandatory_checks": mandatory, "checks": checks, "mergeable": not reasons,
                 "reasons": reasons}
 
-    def merge_status(self, repository: str, commit_id: str, executions: list[Execution]) -> list[dict[str, Any]]:
+    def merge_status(self, repository: str, commit_id: str, executions: builtins.list[Execution]) -> builtins.list[dict[str, Any]]:
         try:
             branches = self.protected_branches(repository)
         except Exception as exc:  # the page still shows the checks; the answer says why not more

@@ -14,6 +14,7 @@ every rejection is logged and recorded in ``check_callback_rejections``.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import ipaddress
@@ -423,7 +424,7 @@ class Store:
             ).first()
         return Execution.from_row(row) if row else None
 
-    def recent_commits(self, limit: int = 50) -> list[dict[str, Any]]:
+    def recent_commits(self, limit: int = 50) -> builtins.list[dict[str, Any]]:
         """Commits with executions, most recently updated first (for the index page)."""
         with self.engine.connect() as conn:
             rows = conn.execute(
@@ -449,7 +450,7 @@ class Store:
             for r in rows
         ]
 
-    def rejections(self, repository: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def rejections(self, repository: str | None = None, limit: int | None = None) -> builtins.list[dict[str, Any]]:
         """Kept rejections, oldest first (the newest ``limit`` when given)."""
         with self.engine.connect() as conn:
             q = select(rejections).order_by(rejections.c.id.desc())
@@ -466,7 +467,9 @@ class Store:
         recorded: no separate counter has to be kept consistent.
         """
         with self.engine.connect() as conn:
-            newest, kept = conn.execute(select(func.max(rejections.c.id), func.count())).one()
+            row = conn.execute(select(func.max(rejections.c.id), func.count())).one()
+        # indexed, not unpacked: mypy types the items of an unpacked untyped Row as object
+        newest, kept = row[0], row[1]
         recorded = int(newest or 0)
         return {"recorded": recorded, "kept": int(kept), "dropped": recorded - int(kept), "suppressed": self._suppressed}
 
@@ -523,7 +526,7 @@ class Store:
                     .values(text=outputs.c.text + text, updated_at=now)
                 ).rowcount
                 if moved:
-                    total = conn.execute(
+                    total: int = conn.execute(
                         select(func.length(outputs.c.text)).where(outputs.c.execution_id == execution.execution_id)
                     ).scalar_one()
                     return int(total)
@@ -579,7 +582,7 @@ class Store:
                 ).first()
                 if existing is not None:
                     return Execution.from_row(existing), None
-                row_id = conn.execute(
+                inserted = conn.execute(
                     insert(executions).values(
                         repository=repository,
                         commit_id=commit_id,
@@ -597,7 +600,9 @@ class Store:
                         updated_at=now,
                         deadline_at=now + timeout,
                     )
-                ).inserted_primary_key[0]
+                ).inserted_primary_key
+                assert inserted is not None  # a single-row INSERT always reports its primary key
+                row_id = inserted[0]
                 conn.execute(
                     insert(tokens).values(
                         token_hash=token_hash, execution_row=row_id, execution_id=execution_id, attempt=1, issued_at=now
@@ -874,7 +879,7 @@ class Store:
             reason,
         )
         with self._tx() as conn:
-            new_id = conn.execute(
+            inserted = conn.execute(
                 insert(rejections).values(
                     at=self.clock(),
                     repository=self._m(repository)[:255],
@@ -883,11 +888,13 @@ class Store:
                     token_fingerprint=fingerprint,
                     reason=self._m(reason),
                 )
-            ).inserted_primary_key[0]
+            ).inserted_primary_key
+            assert inserted is not None  # a single-row INSERT always reports its primary key
+            new_id = inserted[0]
             # Bounded: a flood of forged callbacks must not grow the table; the oldest go first.
             conn.execute(rejections.delete().where(rejections.c.id <= int(new_id) - self.max_rejections))
 
-    def sweep(self) -> list[Execution]:
+    def sweep(self) -> builtins.list[Execution]:
         """Move every STARTING/EXECUTING execution past its deadline to LOST; returns them."""
         now = self.clock()
         with self.engine.connect() as conn:

@@ -84,7 +84,8 @@ class AzureDeleter(BatchedDeleter):
             parts = list(self.client.delete_blobs(*names, raise_on_any_failure=False))
         except HttpResponseError as exc:
             status = exc.status_code or 0
-            reason = f"{status} {exc.error_code or exc.reason or ''}".strip()
+            # azure-storage sets error_code on every error it raises; azure-core does not declare it
+            reason = f"{status} {exc.error_code or exc.reason or ''}".strip()  # type: ignore[attr-defined]
             if status in RETRYABLE_STATUS:
                 raise BatchThrottled(reason) from None
             raise BatchFailed(reason) from None

@@ -142,7 +142,10 @@ class LakeFSApi:
         )
         # An unreachable endpoint fails at once (no connect retries); a dropped read is retried
         # (urllib3 never retries POST/PUT, so a preparation is never started twice by us).
-        configuration.retries = urllib3.Retry(total=2, connect=0, read=2, status=0, backoff_factor=0.5)
+        # lakefs_sdk types retries by its default (None); its REST client hands any value to urllib3
+        configuration.retries = urllib3.Retry(  # type: ignore[assignment]
+            total=2, connect=0, read=2, status=0, backoff_factor=0.5
+        )
         self._client = lakefs_sdk.ApiClient(configuration)
         self.repositories = lakefs_sdk.RepositoriesApi(self._client)
         self.branches_api = lakefs_sdk.BranchesApi(self._client)

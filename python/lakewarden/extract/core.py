@@ -240,13 +240,13 @@ def extract_repository(
     metarange_rows: dict[str, list[str | None]] = {"meta_range_id": [], "range_id": []}
     range_ids: dict[str, None] = {}
     for meta_range_id in sorted({c.meta_range_id for c in commits.values() if c.meta_range_id}):
-        listed = read_metarange(store.read(meta_range_id, "metarange"), store.location(meta_range_id))
-        if not listed:  # an empty tree: one row with no range (docs/contract.md §2)
+        listed_ranges = read_metarange(store.read(meta_range_id, "metarange"), store.location(meta_range_id))
+        if not listed_ranges:  # an empty tree: one row with no range (docs/contract.md §2)
             metarange_rows["meta_range_id"].append(meta_range_id)
             metarange_rows["range_id"].append(None)
-        metarange_rows["meta_range_id"].extend([meta_range_id] * len(listed))
-        metarange_rows["range_id"].extend(listed)
-        range_ids.update(dict.fromkeys(listed))
+        metarange_rows["meta_range_id"].extend([meta_range_id] * len(listed_ranges))
+        metarange_rows["range_id"].extend(listed_ranges)
+        range_ids.update(dict.fromkeys(listed_ranges))
 
     result = ExtractResult(
         snapshot_dir=out,

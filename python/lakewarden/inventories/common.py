@@ -287,7 +287,7 @@ def read_cloud_inventory(
     if kind == "azure":
         from lakewarden.inventories.azure import parse_manifest
     elif kind == "gcs":
-        from lakewarden.inventories.gcs import parse_manifest  # type: ignore[assignment]
+        from lakewarden.inventories.gcs import parse_manifest
     else:
         raise BadInput("neither an Azure Blob Inventory nor a GCS inventory report manifest", source=manifest, field="ruleDefinition")
     inventory = parse_manifest(raw, manifest, storage_namespace)

@@ -148,6 +148,7 @@ def mark_committed(
             F.count("*").alias("commits"), F.sum(F.col("is_active").cast("int")).alias("active")
         ).first()
         totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
+        assert counts is not None and totals is not None  # aggregates without grouping: one row each
         with drawn_beside((lambda: kept_figures(context, report, marked, location)) if figures else None):
             report.write_addresses(marked.select(*MARKED_COLUMNS))
             write_single_csv(

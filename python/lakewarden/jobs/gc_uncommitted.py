@@ -358,7 +358,7 @@ def mark_uncommitted(
         phase("storage_inventory")
         _point_table(spark, PREVIOUS_INVENTORY_TABLE, INVENTORY_DDL, previous.uncommitted_inventory_location if previous else None)
         _point_table(spark, PREVIOUS_RANGES_TABLE, RANGES_DDL, previous.scanned_ranges_location if previous else None)
-        variables: dict[str, object] = {
+        variables: dict[str, Any] = {
             "gc_uncommitted_mode": mode,
             "gc_uncommitted_min_age_seconds": int(min_age.total_seconds()),
         }

@@ -175,6 +175,7 @@ def mark_unified(
             replace(context, job="gc-committed"), rules, retain_tags=retain_tags,
             report_dir=directory / "committed", figures=False,
         )
+        assert committed.location is not None  # a mark (fresh or reused) always has its location
         uncommitted = mark_uncommitted(
             replace(context, job="gc-uncommitted"), manifest=manifest, min_age=min_age, clean=clean,
             report_dir=directory / "uncommitted", store_options=options, figures=False,

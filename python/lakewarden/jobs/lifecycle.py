@@ -214,7 +214,7 @@ def mark_lifecycle(
 
         import_lifecycle_sweeps(context.spark, context.state, EVENTS, ledger.columns)
         ledger.record("running")
-        variables = {"lifecycle_potential_commits": potential_mode, "lifecycle_full": full}
+        variables: dict[str, Any] = {"lifecycle_potential_commits": potential_mode, "lifecycle_full": full}
         # one compilation serves both slices of a run that reads ranges (the usual one)
         context.build_models(MARK_MODELS, only_upstream_of=READ_DECISION, lifecycle_reads_ranges=True, **variables)
         reads_ranges = reads_any_range(context)

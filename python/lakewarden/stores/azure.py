@@ -16,6 +16,7 @@ identity, Azure CLI login...).
 
 from __future__ import annotations
 
+import builtins
 import re
 import threading
 from dataclasses import dataclass
@@ -224,7 +225,7 @@ class AzureStore(ObjectStore):
         except AzureError as exc:
             raise StoreError(f"listing {prefix_uri}: Azure answered {_error(exc)}") from None
 
-    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> list[str] | None:
+    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> builtins.list[str] | None:
         from azure.storage.blob import BlobPrefix
 
         prefix = self._name(prefix_uri)

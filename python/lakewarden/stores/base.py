@@ -14,6 +14,7 @@ a store (or its deleter) built in a Spark task never carries sockets across proc
 from __future__ import annotations
 
 import abc
+import builtins
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Iterator, NamedTuple, Sequence
@@ -127,7 +128,7 @@ class ObjectStore(abc.ABC):
         """
 
     @abc.abstractmethod
-    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> list[str] | None:
+    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> builtins.list[str] | None:
         """Sub-prefix URIs (ending in ``/``) directly under ``prefix_uri``, sorted; ``None`` when
         that level has more than ``max_entries`` entries (sub-prefixes and objects) to page
         through: the caller lists that prefix deeply instead."""
@@ -147,7 +148,7 @@ class ObjectStore(abc.ABC):
         """The most URIs one :meth:`delete_batch` accepts (the store's batch API limit)."""
         return self.deleter().max_batch
 
-    def delete_batch(self, uris: Sequence[str]) -> "list[DeleteOutcome]":
+    def delete_batch(self, uris: Sequence[str]) -> "builtins.list[DeleteOutcome]":
         """Delete at most :attr:`max_batch` URIs; one outcome per URI, every URI re-checked by
         :mod:`lakewarden.safety` (unsafe ones fail, never reach the store)."""
         return self.deleter().delete_batch(uris)

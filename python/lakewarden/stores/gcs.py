@@ -9,6 +9,7 @@ identity, ``gcloud auth application-default login``). Project: ``--gcs-project``
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 from datetime import timezone
@@ -122,7 +123,7 @@ class GcsStore(ObjectStore):
         except GoogleAPICallError as exc:
             raise StoreError(f"listing {prefix_uri}: GCS answered {_error(exc)}") from None
 
-    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> list[str] | None:
+    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> builtins.list[str] | None:
         prefix = self._name(prefix_uri)
         iterator = self.client.list_blobs(self.bucket_name, prefix=prefix, delimiter="/", fields="items(name),prefixes,nextPageToken")
         prefixes: set[str] = set()

@@ -8,6 +8,7 @@ reports regular files: a link to ``/etc`` inside the namespace is not an object 
 
 from __future__ import annotations
 
+import builtins
 import os
 import stat
 from datetime import datetime, timezone
@@ -81,7 +82,7 @@ class FileStore(ObjectStore):
         """Files under the directory ``prefix_uri`` names (a directory prefix, as plans give)."""
         return list_directory(self._path(prefix_uri), deep=deep)
 
-    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> list[str] | None:
+    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> builtins.list[str] | None:
         base = self._path(prefix_uri).rstrip("/") or "/"
         found = []
         try:
@@ -129,6 +130,6 @@ class LocalBlockstoreStore(ObjectStore):
         for listed in self._files.list(self._to_file(prefix_uri), deep=deep):
             yield self._to_local(listed)
 
-    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> list[str] | None:
+    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> builtins.list[str] | None:
         found = self._files.children(self._to_file(prefix_uri), max_entries=max_entries)
         return None if found is None else ["local://" + uri[len(self._file_prefix):] for uri in found]

@@ -8,6 +8,7 @@ credentials: ``--s3-endpoint``/``--s3-region``, else boto3's sources such as
 
 from __future__ import annotations
 
+import builtins
 from datetime import timezone
 from typing import Any, Iterator
 
@@ -91,7 +92,7 @@ class S3Store(ObjectStore):
         except (ClientError, BotoCoreError) as exc:
             raise StoreError(f"listing {prefix_uri}: S3 answered {_code(exc)}") from None
 
-    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> list[str] | None:
+    def children(self, prefix_uri: str, *, max_entries: int = 5000) -> builtins.list[str] | None:
         found: list[str] = []
         seen = 0
         pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self._key(prefix_uri), Delimiter="/")

@@ -294,6 +294,7 @@ def _finalize(
         F.sum(this_sweep.cast("long")).alias("attempted"),
         F.sum((is_deleted & ~this_sweep).cast("long")).alias("previously"),
     ).first()
+    assert totals is not None  # an aggregate without grouping has one row
     num_deleted = int(totals["deleted"] or 0)
     num_failed = int(totals["marked"] or 0) - num_deleted
     attempted = int(totals["attempted"] or 0)

@@ -182,9 +182,11 @@ def delete_batch(deleter: Deleter, checker: RowChecker, rows: Sequence[Row]) -> 
         except Exception as exc:  # a backend bug must not pass as success; record and stop
             raise SweepFailed(f"deleter raised on a batch of {len(to_delete)}: {exc}") from exc
     out: list[tuple[str, str, DeleteOutcome]] = []
-    for address, physical, outcome in checked:
-        if outcome is None:
-            outcome = results.get(physical) or DeleteOutcome.failed(physical, "deleter returned no outcome")
+    for address, physical, refused in checked:
+        # refused by the check before any delete, else what the deleter said of the object
+        outcome = refused if refused is not None else (
+            results.get(physical) or DeleteOutcome.failed(physical, "deleter returned no outcome")
+        )
         out.append((address, physical, outcome))
     return out
 
