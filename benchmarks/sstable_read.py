@@ -27,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402,F401  (puts this checkout's python/ on the import path)
 
-from lakewarden.lakefs_records import decode_range_columns, iter_decoded  # noqa: E402
-from lakewarden.sstable import SSTableReader  # noqa: E402
+from lakewarden.lakefs.records import decode_range_columns, iter_decoded  # noqa: E402
+from lakewarden.lakefs.sstable import SSTableReader  # noqa: E402
 
 DEFAULT_FILE = (
     Path(__file__).resolve().parents[1] / "python" / "tests" / "fixtures" / "lakefs-sstables" / "lakefs" / "56569996.sst"
@@ -60,8 +60,8 @@ def read_dicts(path: str) -> int:
 
 def _read_partition(paths: Iterator[str]) -> Iterator[int]:
     """Spark task body: decode every range file of the partition, yield its entry count."""
-    from lakewarden.lakefs_records import decode_range_columns as decode
-    from lakewarden.sstable import SSTableReader as Reader
+    from lakewarden.lakefs.records import decode_range_columns as decode
+    from lakewarden.lakefs.sstable import SSTableReader as Reader
 
     for path in paths:
         yield len(decode(Reader(path))["key"])

@@ -15,8 +15,8 @@ import os
 import sys
 from typing import Any, TextIO
 
-from lakewarden.lakefs_records import RECORD_TYPES, iter_decoded
-from lakewarden.sstable import SSTableReader
+from lakewarden.lakefs.records import RECORD_TYPES, iter_decoded
+from lakewarden.lakefs.sstable import SSTableReader
 
 __all__ = ["register", "cat", "properties_json"]
 

@@ -32,13 +32,13 @@ from typing import Any, BinaryIO, Final, Union
 
 import google_crc32c
 
-from lakewarden.lakefs_proto import catalog_pb2, committed_pb2, graveler_pb2
-from lakewarden.lakefs_records import (
+from lakewarden.lakefs.proto import catalog_pb2, committed_pb2, graveler_pb2
+from lakewarden.lakefs.records import (
     TABLE_TYPE_METARANGES,
     TABLE_TYPE_RANGES,
     encode_value,
 )
-from lakewarden.sstable import (
+from lakewarden.lakefs.sstable import (
     BLOCK_BASED_MAGIC,
     CHECKSUM_CRC32C,
     COMPRESSION_NONE,
@@ -48,7 +48,7 @@ from lakewarden.sstable import (
     BlockHandle,
     mask_crc,
 )
-from lakewarden.varint import write_uvarint
+from lakewarden.lakefs.varint import write_uvarint
 
 __all__ = [
     "SSTableWriter",
@@ -347,7 +347,7 @@ def _timestamp(value: Any, message: Any) -> None:
 
 
 def encode_entry(entry: Mapping[str, Any]) -> tuple[bytes, bytes]:
-    """A range record from a dict shaped like :func:`~lakewarden.lakefs_records.decode_range_record`.
+    """A range record from a dict shaped like :func:`~lakewarden.lakefs.records.decode_range_record`.
 
     Returns ``(key, value)``; the identity is the SHA-256 of the encoded entry, which is what
     makes lakeFS ranges content-addressed.

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from lakewarden.errors import BadInput
-from lakewarden.lakefs_records import (
+from lakewarden.lakefs.records import (
     RecordError,
     decode_value,
     detect_record_type,
     encode_value,
     iter_decoded,
 )
-from lakewarden.sstable import (
+from lakewarden.lakefs.sstable import (
     SSTableError,
     SSTableReader,
     decode_block,
@@ -268,7 +268,7 @@ def test_wrong_record_type_is_a_clear_error(sstable_fixtures: Path) -> None:
 def test_columnar_decoding_matches_record_decoding(sstable_fixtures: Path, name: str) -> None:
     from datetime import datetime, timezone
 
-    from lakewarden.lakefs_records import RANGE_COLUMNS, decode_range_columns
+    from lakewarden.lakefs.records import RANGE_COLUMNS, decode_range_columns
 
     reader = SSTableReader(sstable_fixtures / "lakefs" / name)
     columns = decode_range_columns(reader)
@@ -287,7 +287,7 @@ def test_columnar_decoding_matches_record_decoding(sstable_fixtures: Path, name:
 
 
 def test_columnar_decoding_of_non_range_is_a_clear_error(sstable_fixtures: Path) -> None:
-    from lakewarden.lakefs_records import decode_range_columns
+    from lakewarden.lakefs.records import decode_range_columns
 
     with pytest.raises(RecordError, match="h.sst"):
         decode_range_columns(SSTableReader(sstable_fixtures / "pebble" / "h.sst"))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lakewarden.lakefs_proto import catalog_pb2
-from lakewarden.lakefs_records import decode_value, iter_decoded
-from lakewarden.sstable import SSTableReader
+from lakewarden.lakefs.proto import catalog_pb2
+from lakewarden.lakefs.records import decode_value, iter_decoded
+from lakewarden.lakefs.sstable import SSTableReader
 from sstable_writer import (
     RangeInfo,
     SSTableWriter,

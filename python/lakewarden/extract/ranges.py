@@ -17,9 +17,9 @@ from typing import Final
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakewarden.lakefs_records import decode_metarange_record, decode_range_columns
+from lakewarden.lakefs.records import decode_metarange_record, decode_range_columns
 from lakewarden.snapshot import arrow_schemas
-from lakewarden.sstable import SSTableReader
+from lakewarden.lakefs.sstable import SSTableReader
 
 __all__ = ["RANGES_SCHEMA", "RangeCache", "read_metarange", "decode_range_table", "normalize_address_type"]
 

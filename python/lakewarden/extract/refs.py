@@ -9,7 +9,7 @@ branches, which lakeFS's GC keeps for the default retention), with ``parents`` i
 stored order and each commit's ``version``: nothing is reordered here (for a version-0 commit
 the main parent is the *last* element; the jobs interpret that).
 
-Records are decoded by :mod:`lakewarden.lakefs_records` (the one decoder of these messages).
+Records are decoded by :mod:`lakewarden.lakefs.records` (the one decoder of these messages).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from lakewarden.errors import BadInput
 from lakewarden.extract.api import CommitRow, RefsDumpIds
 from lakewarden.extract.ranges import read_metarange
 from lakewarden.extract.storage import MetadataStore
-from lakewarden.lakefs_records import (
+from lakewarden.lakefs.records import (
     RecordError,
     decode_branch_record,
     decode_commit_record,
     decode_tag_record,
 )
-from lakewarden.sstable import SSTableReader
+from lakewarden.lakefs.sstable import SSTableReader
 
 __all__ = ["DumpedRefs", "InconsistentDump", "keep_deleted_branches", "read_refs_dump"]
 

@@ -34,7 +34,7 @@ from typing import Final, Union
 import google_crc32c
 
 from lakewarden.errors import BadInput
-from lakewarden.varint import read_uvarint
+from lakewarden.lakefs.varint import read_uvarint
 
 __all__ = [
     "SSTableError",

@@ -11,7 +11,7 @@ length + the *data* (a protobuf message). The message type depends on the table:
 * refs-dump tables (ranges of a commits/branches/tags metarange): key = commit/branch/tag id,
   data = ``graveler.CommitData`` / ``BranchData`` / ``TagData``.
 
-Protobuf decoding uses the generated modules in :mod:`lakewarden.lakefs_proto` (the protobuf
+Protobuf decoding uses the generated modules in :mod:`lakewarden.lakefs.proto` (the protobuf
 runtime, never a hand-written decoder), so schema evolution follows protobuf's rules.
 """
 
@@ -24,9 +24,9 @@ from typing import Any, Final
 
 from google.protobuf.message import DecodeError
 
-from lakewarden.lakefs_proto import catalog_pb2, committed_pb2, graveler_pb2
-from lakewarden.sstable import SSTableError, SSTableReader
-from lakewarden.varint import read_svarint, write_svarint
+from lakewarden.lakefs.proto import catalog_pb2, committed_pb2, graveler_pb2
+from lakewarden.lakefs.sstable import SSTableError, SSTableReader
+from lakewarden.lakefs.varint import read_svarint, write_svarint
 
 __all__ = [
     "RecordError",
