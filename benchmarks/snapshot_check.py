@@ -1,4 +1,4 @@
-"""Benchmark: seconds of the snapshot check (``lakewarden.snapshot_check.check_snapshot``), no Spark.
+"""Benchmark: seconds of the snapshot check (``lakewarden.snapshot.check.check_snapshot``), no Spark.
 
 Run ``python benchmarks/snapshot_check.py [--entries N] [--repeat N] [--workdir DIR] [--jsonl]``.
 On the benchmark repository (``common.bench_sample``, Parquet) it prints, best of ``--repeat``:
@@ -30,7 +30,7 @@ from common import bench_sample, sample_dir  # noqa: E402  (puts this checkout's
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from lakewarden.snapshot_check import RACY_SECONDS, check_snapshot  # noqa: E402
+from lakewarden.snapshot.check import RACY_SECONDS, check_snapshot  # noqa: E402
 from lakewarden.timestamps import rfc3339  # noqa: E402
 
 TABLES = ("commits", "branches", "tags", "metaranges", "ranges", "staged")

@@ -197,7 +197,7 @@ def explain(report: Path, target: str) -> list[Explanation]:
     """Explanations for every address ``target`` names (an address or a path); [] when unknown."""
     import pyarrow.dataset as ds
 
-    from lakewarden.snapshot_scan import CommitIndex, DANGLING, rows
+    from lakewarden.snapshot.scan import CommitIndex, DANGLING, rows
 
     report = Path(report)
     summary = load_summary(report)

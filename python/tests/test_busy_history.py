@@ -18,7 +18,7 @@ import pytest
 from benchmark_modules import load_benchmark
 
 from lakewarden.snapshot import SNAPSHOT_TABLES, arrow_schemas
-from lakewarden.snapshot_check import check_snapshot
+from lakewarden.snapshot.check import check_snapshot
 
 SHAPE = {"commits": 300, "branches": 30, "open_branches": 6, "slots": 8, "entries": 6_000}
 

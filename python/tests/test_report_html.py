@@ -22,7 +22,7 @@ from lakewarden.cli import main
 from lakewarden.report_figures import FIGURES, NOT_IN_COMMIT, Figures, Group, read_figures
 from lakewarden.report_html import REPORT_HTML, write_report_html
 from lakewarden.sample import SampleConfig, SampleRepository, generate
-from lakewarden.snapshot_scan import CommitIndex, batches
+from lakewarden.snapshot.scan import CommitIndex, batches
 from lakewarden.sweep.result import OUTCOME_COUNTS
 
 pytestmark = pytest.mark.spark

@@ -16,10 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lakewarden import snapshot_check
+from lakewarden.snapshot import check as snapshot_check
 from lakewarden.errors import BadInput
 from lakewarden.snapshot import arrow_schemas
-from lakewarden.snapshot_check import check_snapshot
+from lakewarden.snapshot.check import check_snapshot
 from lakewarden.spark_timestamps import spark_timestamp, spark_timestamps
 
 M1, M_EMPTY = "m1", "m-empty"

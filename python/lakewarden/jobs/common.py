@@ -96,7 +96,7 @@ class JobContext:
     #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
     local_blockstore: str | None = None
     snapshot_dir: Path | None = None
-    #: the snapshot's files' fingerprint (lakewarden.snapshot_check): same files, same value
+    #: the snapshot's files' fingerprint (lakewarden.snapshot.check): same files, same value
     snapshot_fingerprint: str | None = None
     #: executes the compiled models; remembers what this run built (lakewarden.compiled_models)
     models: "ModelRunner | None" = None
@@ -291,7 +291,7 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
     snapshot_dir = resolve_snapshot(args, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark is needed
     from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it
-    from lakewarden.snapshot_check import check_snapshot
+    from lakewarden.snapshot.check import check_snapshot
 
     checked = check_snapshot(snapshot_dir, cache_dir=state / "snapshot-cache")
     root = blockstore_root(checked.repository.storage_namespace, getattr(args, "local_blockstore", None))

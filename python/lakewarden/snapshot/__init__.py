@@ -3,7 +3,7 @@
 The tables' columns and types are read from ``models/sources.yml`` (the one definition of the
 source tables). Nothing is copied: the source tables are views over the snapshot's Parquet
 files (a JSONL table is converted to Parquet once). Every table is validated *before* any view
-is replaced (``lakewarden.snapshot_check``, with pyarrow, so a job can do it while the JVM
+is replaced (``lakewarden.snapshot.check``, with pyarrow, so a job can do it while the JVM
 starts), so a bad snapshot is rejected with a one-line reason and leaves the warehouse as it was.
 """
 
@@ -27,7 +27,7 @@ from lakewarden.project import project_dir
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-    from lakewarden.snapshot_check import CheckedSnapshot
+    from lakewarden.snapshot.check import CheckedSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -265,9 +265,9 @@ def load_snapshot(
 ) -> LoadedSnapshot:
     """Validate ``snapshot_dir``, then point the source tables in ``schema`` at it.
 
-    :func:`lakewarden.snapshot_check.check_snapshot` then :func:`register_snapshot`: a job that
+    :func:`lakewarden.snapshot.check.check_snapshot` then :func:`register_snapshot`: a job that
     wants the check to overlap the JVM's start calls the two itself."""
-    from lakewarden.snapshot_check import check_snapshot
+    from lakewarden.snapshot.check import check_snapshot
 
     return register_snapshot(spark, check_snapshot(Path(snapshot_dir), cache_dir=cache_dir), schema=schema)
 
