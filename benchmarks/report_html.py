@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_sample, child_env, lakewarden_command, median, sample_dir  # noqa: E402
 
-from lakewarden.report_html import REPORT_HTML, write_report_html  # noqa: E402
+from lakewarden.reports.page import REPORT_HTML, write_report_html  # noqa: E402
 
 
 def rules_for(days: int) -> dict:
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("report.html was not written (see the warning above)")
         seconds.append(time.perf_counter() - started)
     print(f"  re-render in this process (median of {len(seconds)})   {median(seconds):8.3f} s")
-    script = f"from lakewarden.report_html import write_report_html; assert write_report_html({str(report)!r})"
+    script = f"from lakewarden.reports.page import write_report_html; assert write_report_html({str(report)!r})"
     env = child_env()  # this checkout's python/ first
     whole = []
     for _ in range(max(1, args.repeat)):

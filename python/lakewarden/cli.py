@@ -25,7 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lakewarden.extract.cli",
     "lakewarden.checks.cli",
     "lakewarden.jobs.sweep",
-    "lakewarden.explain",
+    "lakewarden.reports.explain",
 )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lakewarden.report_figures import (
+from lakewarden.reports.figures import (
     COMMITTED_REASON,
     DANGLING,
     FIGURES,
@@ -75,7 +75,7 @@ def committed_marked(spark):
 
 @pytest.mark.parametrize("set_bits", [63, 0], ids=["branch-sets-as-bits", "branch-sets-as-arrays"])
 def test_committed_figures_count_every_object_and_byte(spark, snapshot: str, tmp_path: Path, monkeypatch, set_bits: int) -> None:
-    import lakewarden.report_figures as figures_module
+    import lakewarden.reports.figures as figures_module
 
     monkeypatch.setattr(figures_module, "MAX_SET_BITS", set_bits)
     path = write_figures(tmp_path, spark, job="gc-committed", marked=committed_marked(spark), snapshot_schema=snapshot, now=NOW)
@@ -155,7 +155,7 @@ def test_uncommitted_objects_trace_no_commit_and_their_kept_ages_are_the_runs_ow
 
 
 def test_lifecycle_figures_count_each_rule_and_fold_small_groups(spark, snapshot: str, tmp_path: Path, monkeypatch) -> None:
-    import lakewarden.report_figures as figures_module
+    import lakewarden.reports.figures as figures_module
 
     marked = spark.createDataFrame(
         [

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from lakewarden.cli import main
-from lakewarden.report_figures import FIGURES, NOT_IN_COMMIT, Figures, Group, read_figures
-from lakewarden.report_html import REPORT_HTML, write_report_html
+from lakewarden.reports.figures import FIGURES, NOT_IN_COMMIT, Figures, Group, read_figures
+from lakewarden.reports.page import REPORT_HTML, write_report_html
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from lakewarden.snapshot.scan import CommitIndex, batches
 from lakewarden.sweep.result import OUTCOME_COUNTS
@@ -164,7 +164,7 @@ def test_page_is_redrawn_from_aggregates_alone(runs: dict[str, Path], tmp_path: 
     summary["snapshot_dir"] = str(tmp_path / "gone")
     (copy / "summary.json").write_text(json.dumps(summary))
     script = (
-        "import sys; from lakewarden.report_html import write_report_html; "
+        "import sys; from lakewarden.reports.page import write_report_html; "
         f"assert write_report_html({str(copy)!r}) is not None; print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'pyspark', 'pyarrow')))"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
@@ -194,7 +194,7 @@ def test_older_report_directories_still_get_a_page(runs: dict[str, Path], tmp_pa
 
 def test_writing_the_page_never_raises(tmp_path: Path, caplog) -> None:
     (tmp_path / "summary.json").write_text("{not json")
-    with caplog.at_level(logging.WARNING, logger="lakewarden.report_html"):
+    with caplog.at_level(logging.WARNING, logger="lakewarden.reports.page"):
         assert write_report_html(tmp_path) is None
     assert "report.html not written" in caplog.text and not (tmp_path / REPORT_HTML).exists()
 
@@ -255,7 +255,7 @@ def test_trend_labels_never_overlap(count: int) -> None:
     """Upright labels one font height apart at least, however many runs; the newest labelled."""
     import re
 
-    from lakewarden.report_html import trend_chart
+    from lakewarden.reports.page import trend_chart
 
     runs = [{"run_id": f"r{i}", "now": f"2026-01-{1 + i % 28:02d}T0{i % 10}:00:00Z", "bytes_marked": 1000 * i, "num_marked": i}
             for i in range(count)]

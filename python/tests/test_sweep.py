@@ -265,7 +265,7 @@ def test_torn_outcome_lines_are_ignored(sweep: Any, namespace: Path, tmp_path: P
 
 
 def test_empty_report_and_spark_written_report(sweep: Any, spark: Any, namespace: Path, tmp_path: Path) -> None:
-    from lakewarden.report import Report
+    from lakewarden.reports.directory import Report
 
     empty = write_report(tmp_path / "empty", namespace.as_uri(), [])
     result = sweep(empty)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
     from lakewarden.compiled_models import BuildResult, ModelRunner
-    from lakewarden.report import Report
+    from lakewarden.reports.directory import Report
     from lakewarden.snapshot import LoadedSnapshot
 
 log = logging.getLogger(__name__)
@@ -113,15 +113,15 @@ class JobContext:
         return fields
 
     def output_dir(self, *parts: str) -> Path:
-        """Where this job's outputs go (lakewarden.report.retention_dir)."""
-        from lakewarden.report import retention_dir
+        """Where this job's outputs go (lakewarden.reports.directory.retention_dir)."""
+        from lakewarden.reports.directory import retention_dir
 
         return retention_dir(self.storage_namespace, self.state, *parts)
 
     def create_report(self, directory: Path, **job_fields: Any) -> "Report":
         """This run's report directory, its summary saying the run started (``success: false``):
         the fields every job's summary has, then the job's own."""
-        from lakewarden.report import Report
+        from lakewarden.reports.directory import Report
 
         repository = self.snapshot.repository
         return Report.create(

@@ -12,8 +12,8 @@ from lakewarden.errors import error_line
 from lakewarden.gc_rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
 from lakewarden.jobs.shape import Job, run_job
-from lakewarden.report import Report, default_report_dir, write_single_csv
-from lakewarden.report_figures import drawn_beside, write_figures
+from lakewarden.reports.directory import Report, default_report_dir, write_single_csv
+from lakewarden.reports.figures import drawn_beside, write_figures
 from lakewarden.timestamps import rfc3339
 from lakewarden.snapshot import register_rows
 
@@ -259,7 +259,7 @@ def kept_figures(
     import hashlib
     import shutil
 
-    from lakewarden.report_figures import FIGURES
+    from lakewarden.reports.figures import FIGURES
 
     # committed GC's own key is the clock alone (as before ``lakewarden gc`` kept figures too)
     drawn = rfc3339(context.now) if job == JOB else f"{job}\n{marked_fingerprint}\n{rfc3339(context.now)}"

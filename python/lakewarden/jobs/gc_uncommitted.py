@@ -35,8 +35,8 @@ from lakewarden.jobs.common import (
     rfc3339,
 )
 from lakewarden.jobs.shape import Job, run_job
-from lakewarden.report import Report, write_json_atomic
-from lakewarden.report_figures import drawn_beside, write_figures
+from lakewarden.reports.directory import Report, write_json_atomic
+from lakewarden.reports.figures import drawn_beside, write_figures
 from lakewarden.state_tables import append_rows, qualified, state_lock
 from lakewarden.timestamps import from_spark
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from lakewarden.errors import error_line
 from lakewarden.jobs.common import JobContext, add_job_options
 from lakewarden.jobs.shape import Job, run_job, with_blockstore
-from lakewarden.report import Report, default_report_dir
+from lakewarden.reports.directory import Report, default_report_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.gc_rules import GcRules

@@ -29,8 +29,8 @@ from lakewarden.jobs.common import (
 )
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
-from lakewarden.report import Report, default_report_dir
-from lakewarden.report_figures import READ_RANGES_KEPT_NOTE, drawn_beside, kept_in_ranges, write_figures
+from lakewarden.reports.directory import Report, default_report_dir
+from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, kept_in_ranges, write_figures
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
 from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark

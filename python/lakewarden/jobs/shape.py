@@ -35,7 +35,7 @@ class Marked(Protocol):
     """What every job's mark phase returns (a frozen dataclass in each job module)."""
 
     @property
-    def report(self) -> Any: ...  # lakewarden.report.Report
+    def report(self) -> Any: ...  # lakewarden.reports.directory.Report
 
     @property
     def num_marked(self) -> int: ...

@@ -134,7 +134,7 @@ def recheck(
 
     from lakewarden.jobs.common import SNAPSHOT_SCHEMA
     from lakewarden.jobs.gc_committed import write_rules_table
-    from lakewarden.report import default_report_dir, write_single_csv
+    from lakewarden.reports.directory import default_report_dir, write_single_csv
     from lakewarden.snapshot import sql_string
 
     directory = Path(report_dir or default_report_dir(context.storage_namespace, context.state, "gc", f"lakefs-mark-{mark_id}-{context.run_id}"))

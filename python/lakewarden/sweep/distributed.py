@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from lakewarden.deleters.base import Deleter, deleter_for
 from lakewarden.errors import BadInput, LakewardenError
-from lakewarden.report import utc_now
+from lakewarden.reports.directory import utc_now
 from lakewarden.sweep.engine import (
     OUTCOME_SCHEMA,
     OutcomeLog,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from lakewarden.errors import BadInput
-from lakewarden.report import ADDRESSES, SUMMARY  # the names of the directory the jobs write
+from lakewarden.reports.directory import ADDRESSES, SUMMARY  # the names of the directory the jobs write
 from lakewarden.safety import parse_uri
 
 SWEEP_DIR = "sweep"

@@ -4,7 +4,7 @@ docs/contract.md §4: from a sweep's start until it finishes the summary says ``
 sweeping``, ``success: false``, with the counts recorded so far; a killed sweep leaves it so.
 Counts only ever come from outcomes already fsynced to ``sweep/outcomes/`` (the callers count a
 batch after recording it), so the summary never claims more than the record holds. Writes go
-through the project's one atomic JSON writer (:func:`lakewarden.report.write_json_atomic`):
+through the project's one atomic JSON writer (:func:`lakewarden.reports.directory.write_json_atomic`):
 a reader sees the old or the new summary, never half of one.
 """
 
@@ -14,7 +14,7 @@ import threading
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable
 
-from lakewarden.report import SUMMARY, write_json_atomic
+from lakewarden.reports.directory import SUMMARY, write_json_atomic
 from lakewarden.sweep.report_dir import Report, read_json
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,7 +141,7 @@ class SweepStatus:
         """report.html says what summary.json says (at the start and the end of a sweep; not per
         batch: drawing the page costs more than a batch). Never fails the sweep."""
         if (self.report.path / "report.html").exists():
-            from lakewarden.report_html import write_report_html
+            from lakewarden.reports.page import write_report_html
 
             write_report_html(self.report.path)
 

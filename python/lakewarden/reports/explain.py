@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator, TextIO
 
 from lakewarden.errors import BadInput
-from lakewarden.report import ADDRESSES, SUMMARY
+from lakewarden.reports.directory import ADDRESSES, SUMMARY
 
 #: At most this many commits per object are printed (``--json`` lists every one).
 SHOWN_COMMITS = 12

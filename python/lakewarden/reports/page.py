@@ -9,7 +9,7 @@ why; marked bytes over earlier runs.
 
 The page is drawn from aggregates only, so (re)drawing it costs milliseconds whatever the run's
 size (issue 18): ``summary.json``; ``figures.json``, which the job computed with Spark in its
-mark (:mod:`lakewarden.report_figures`); the sweep's outcome counts in ``sweep/summary.json``;
+mark (:mod:`lakewarden.reports.figures`); the sweep's outcome counts in ``sweep/summary.json``;
 and the state dir's ``history/runs.jsonl``. It never reads ``addresses.csv`` or the snapshot.
 A report without ``figures.json`` (written by an older lakewarden, or a run that failed before
 it marked) shows its summary, sweep and trend, and says its figures are not available. The
@@ -35,7 +35,7 @@ from typing import Any, Iterable, Iterator
 
 from lakewarden.errors import error_line
 from lakewarden.progress import human_bytes
-from lakewarden.report_figures import Figures, Group, Listing, age_bin_labels, read_figures
+from lakewarden.reports.figures import Figures, Group, Listing, age_bin_labels, read_figures
 from lakewarden.sweep.result import OUTCOME_COUNTS, OutcomeCounts
 
 log = logging.getLogger(__name__)

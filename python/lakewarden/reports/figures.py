@@ -202,7 +202,7 @@ def write_figures(
             on_commits=on_commits,
         )
         document["seconds"] = round(time.monotonic() - started, 3)
-        from lakewarden.report import write_json_atomic
+        from lakewarden.reports.directory import write_json_atomic
 
         path = Path(report_dir) / FIGURES
         write_json_atomic(path, document)

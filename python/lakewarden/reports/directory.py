@@ -4,8 +4,8 @@ The summary is written when a run starts (``success: false``, ``finished_at: nul
 rewritten atomically as it progresses, so a run that dies part-way leaves a report saying so.
 ``addresses.csv`` is written by Spark as one sorted file (one task sorts with spilling; the list
 never passes through the driver). When a run finishes, it is appended to the state dir's run
-history and ``report.html`` is (re)written (``lakewarden.report_html``) from the summary, the
-``figures.json`` the job computed in its mark (``lakewarden.report_figures``) and the history; a
+history and ``report.html`` is (re)written (``lakewarden.reports.page``) from the summary, the
+``figures.json`` the job computed in its mark (``lakewarden.reports.figures``) and the history; a
 sweep rewrites the page when it finalizes the summary. Jobs record ``snapshot_dir`` and
 ``state_dir`` in the summary so ``lakewarden explain`` can read the snapshot, and the page the
 history, later without Spark.
@@ -174,7 +174,7 @@ class Report:
     def finish(self, *, success: bool, status: str, error: str | None = None, **fields: Any) -> None:
         """Finalize the summary, record the run in the state dir's history, write report.html.
         The last two are views: their failure is logged and never fails the run."""
-        from lakewarden.report_html import record_run, write_report_html
+        from lakewarden.reports.page import record_run, write_report_html
 
         self.update(success=success, status=status, error=error, finished_at=utc_now(), **fields)
         state = self.summary.get("state_dir")
