@@ -3,7 +3,7 @@
 The repository keeps dbt's top-level layout (dbt_project.yml, models/, macros/, seeds/, tests/,
 profiles/ at the root, where ``dbt build`` from the checkout expects them). A built wheel must
 carry them too, so ``build_py`` copies them into ``lakewarden/dbt_project/`` of the build tree;
-``lakewarden.project.project_dir`` finds them there with importlib.resources. An editable
+``lakewarden.runtime.project.project_dir`` finds them there with importlib.resources. An editable
 install (scripts/setup.sh) copies nothing: the package then finds the checkout above it.
 Everything else is declared in pyproject.toml.
 """

@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        # quiet by default: progress lines (lakewarden.progress) and results; -v shows everything
+        # quiet by default: progress lines (lakewarden.runtime.progress) and results; -v shows everything
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,

@@ -29,7 +29,7 @@ def spark(test_state_dir: Path):
     """The single embedded Spark session of the test run."""
     from pyspark import SparkContext
 
-    from lakewarden.spark_session import get_or_create
+    from lakewarden.runtime.spark_session import get_or_create
 
     # A session someone else started (dbt's session connection, say, from a test that compiles
     # without this fixture) would carry its settings into every later test: no PYSPARK_PYTHON
@@ -40,7 +40,7 @@ def spark(test_state_dir: Path):
     session = get_or_create(test_state_dir, app_name="lakewarden-tests", master="local[2]")
     yield session
     session.stop()
-    from lakewarden.jvm_classes import finish_pending
+    from lakewarden.runtime.jvm_classes import finish_pending
 
     finish_pending()  # an xdist worker may end without exit handlers: keep the JVM's class archive now
 

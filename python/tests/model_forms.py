@@ -1,7 +1,7 @@
 """The two forms a job run may take for the same rows, chosen by the repository's size, forced
 in tests so both meet the oracles on the suite's small repositories:
 
-* range lists (lakewarden.compiled_models.RANGE_LISTS_FROM_BYTES): a list query's ids put in as
+* range lists (lakewarden.runtime.compiled_models.RANGE_LISTS_FROM_BYTES): a list query's ids put in as
   literals, or the subquery as written;
 * an optimized uncommitted run's listing kept to the considered objects before it is written
   (lakewarden.jobs.gc_uncommitted.KEEP_CONSIDERED_OF_LISTINGS), or written as listed.
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Iterator
 from unittest import mock
 
-from lakewarden import compiled_models
+from lakewarden.runtime import compiled_models
 from lakewarden.jobs import gc_uncommitted
 
 

@@ -25,7 +25,7 @@ def safety_verdicts(
     slipped_in: set[str],
 ) -> tuple[list[str], list[str]]:
     """(offending addresses on the honest mart, offending addresses on the tampered one)."""
-    from lakewarden.compiled_models import compile_selection
+    from lakewarden.runtime.compiled_models import compile_selection
 
     honest_table = spark.table(f"lakewarden.{mart}")
     assert honest_table.count() > 0, "the run should mark something to copy a row from"

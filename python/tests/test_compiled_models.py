@@ -1,4 +1,4 @@
-"""The runner executes dbt's compiled models itself (lakewarden.compiled_models): it must do
+"""The runner executes dbt's compiled models itself (lakewarden.runtime.compiled_models): it must do
 what ``dbt build`` does for every model of the project, and a cached compilation with the run's
 values put in must equal dbt's compilation of those values."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lakewarden.compiled_models import (
+from lakewarden.runtime.compiled_models import (
     RUN_VALUE_STANDINS,
     SUPPORTED_MATERIALIZATIONS,
     UNSUPPORTED_CONFIG,
@@ -18,7 +18,7 @@ from lakewarden.compiled_models import (
     compile_selection,
     with_range_lists,
 )
-from lakewarden.project import compile_nodes, dbt_location, parsed_manifest
+from lakewarden.runtime.project import compile_nodes, dbt_location, parsed_manifest
 
 
 def test_every_project_model_is_one_the_runner_executes_as_dbt_does(test_state_dir):
@@ -282,7 +282,7 @@ def test_compiled_node_keeps_what_the_runner_needs(test_state_dir):
 
 
 def test_upstream_of_keeps_a_models_ancestors_and_the_tests_they_cover() -> None:
-    from lakewarden.compiled_models import CompiledNode, upstream_of
+    from lakewarden.runtime.compiled_models import CompiledNode, upstream_of
 
     def node(name: str, *parents: str, kind: str = "model") -> CompiledNode:
         return CompiledNode(

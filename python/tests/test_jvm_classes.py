@@ -1,4 +1,4 @@
-"""The JVM class-data archive (lakewarden.jvm_classes): when a JVM writes one, when one is used,
+"""The JVM class-data archive (lakewarden.runtime.jvm_classes): when a JVM writes one, when one is used,
 that a truncated or foreign archive never is, and, end to end, that a process writes it at exit
 and the next process's JVM starts with it and works."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from lakewarden import jvm_classes
-from lakewarden.jvm_classes import archive_key, plan, prune
+from lakewarden.runtime import jvm_classes
+from lakewarden.runtime.jvm_classes import archive_key, plan, prune
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from lakewarden.spark_session import get_or_create
+    from lakewarden.runtime.spark_session import get_or_create
 
     spark = get_or_create(Path(sys.argv[1]))
     assert spark.range(1000).selectExpr("id % 7 as k").groupBy("k").count().count() == 7
@@ -125,7 +125,7 @@ def test_a_process_keeps_its_archive_and_the_next_one_starts_with_it(tmp_path: P
 
 def test_jit_follows_the_size_of_the_range_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lakewarden.errors import BadInput
-    from lakewarden.spark_session import FULL_JIT_FROM_BYTES, JIT_OPTIONS, jit_mode, ranges_bytes, spark_conf
+    from lakewarden.runtime.spark_session import FULL_JIT_FROM_BYTES, JIT_OPTIONS, jit_mode, ranges_bytes, spark_conf
 
     monkeypatch.delenv("LAKEWARDEN_JVM_JIT", raising=False)
     snapshot = tmp_path / "snapshot"

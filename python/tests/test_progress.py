@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from lakewarden.progress import Phase, human_bytes, interactive, phase
+from lakewarden.runtime.progress import Phase, human_bytes, interactive, phase
 
 
 class Terminal(io.StringIO):

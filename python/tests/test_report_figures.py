@@ -106,7 +106,7 @@ def test_committed_figures_count_every_object_and_byte(spark, snapshot: str, tmp
 def test_nothing_marked_draws_every_object_as_kept_and_traces_no_branch(spark, snapshot: str, tmp_path: Path, monkeypatch) -> None:
     """A run that marks nothing (a no-op) skips the commit graph: the figures are the kept ages
     of every object and empty marked listings, as the full computation gives them."""
-    import lakewarden.dbt_python as dbt_python
+    import lakewarden.runtime.dbt_python as dbt_python
 
     def no_graph(*_args, **_kwargs):
         raise AssertionError("the commit graph was loaded for an empty mark")
@@ -129,7 +129,7 @@ def test_uncommitted_objects_trace_no_commit_and_their_kept_ages_are_the_runs_ow
     """Uncommitted GC marks objects no range lists: the page shows no branch and neither loads
     the commit graph nor reads the snapshot's entries; its kept ages are the objects the run
     considered and kept (given by the job), with the job's note."""
-    import lakewarden.dbt_python as dbt_python
+    import lakewarden.runtime.dbt_python as dbt_python
 
     def no_graph(*_args, **_kwargs):
         raise AssertionError("the commit graph was loaded for uncommitted objects")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lakewarden.state_dir import add_state_option, state_dir
+from lakewarden.runtime.state_dir import add_state_option, state_dir
 
 
 def test_explicit_then_environment_then_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

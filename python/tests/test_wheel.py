@@ -80,7 +80,7 @@ def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, wh
     where = tmp_path / "somewhere" / "else"
     where.mkdir(parents=True)
     located = subprocess.run(
-        [str(bin_dir / "python"), "-c", "from lakewarden.project import project_dir; print(project_dir())"],
+        [str(bin_dir / "python"), "-c", "from lakewarden.runtime.project import project_dir; print(project_dir())"],
         cwd=where, env=clean_env(), capture_output=True, text=True, check=True,
     ).stdout.strip()
     assert located.startswith(str(bin_dir.parent)) and located.endswith("lakewarden/dbt_project")

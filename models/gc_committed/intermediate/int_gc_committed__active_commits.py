@@ -4,7 +4,7 @@ The first-parent walk is sequential per start point, so it runs on the driver ov
 graph (lakewarden.commit_graph); see that module for semantics and scale limits.
 """
 
-from lakewarden.dbt_python import active_commits_frame
+from lakewarden.runtime.dbt_python import active_commits_frame
 
 
 def model(dbt, session):

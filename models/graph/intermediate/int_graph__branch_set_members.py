@@ -1,6 +1,6 @@
 """One row per (branch set, member branch); the empty set has one row with a null branch."""
 
-from lakewarden.dbt_python import branch_set_members_frame
+from lakewarden.runtime.dbt_python import branch_set_members_frame
 
 
 def model(dbt, session):

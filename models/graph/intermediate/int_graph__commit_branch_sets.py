@@ -4,7 +4,7 @@ Reachability is stored as commit -> branch-set id (plus int_graph__branch_set_me
 commit x branch rows: thousands of branches times a million commits would not fit.
 """
 
-from lakewarden.dbt_python import commit_branch_sets_frame
+from lakewarden.runtime.dbt_python import commit_branch_sets_frame
 
 
 def model(dbt, session):

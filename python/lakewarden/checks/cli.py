@@ -21,7 +21,7 @@ from lakewarden.checks.client import (
     parse_ref_uri,
 )
 from lakewarden.errors import BadInput
-from lakewarden.state_dir import add_state_option, state_dir
+from lakewarden.runtime.state_dir import add_state_option, state_dir
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import requests
 
 from lakewarden.errors import BadInput, LakewardenError
-from lakewarden.state_dir import state_dir
+from lakewarden.runtime.state_dir import state_dir
 
 DEFAULT_PORT = 8770
 DEFAULT_SERVER = f"http://127.0.0.1:{DEFAULT_PORT}"

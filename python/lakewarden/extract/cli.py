@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakewarden.state_dir import add_state_option, state_dir
+from lakewarden.runtime.state_dir import add_state_option, state_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.extract.core import ExtractResult

@@ -261,7 +261,7 @@ def extract_repository(
     result.ranges_reused = len(range_ids) - len(missing)
     result.ranges_read = len(missing)
     log.info("%d ranges: %d cached, %d to read", len(range_ids), result.ranges_reused, len(missing))
-    from lakewarden.progress import phase
+    from lakewarden.runtime.progress import phase
 
     with phase("extract: decode ranges", total=len(missing), unit="ranges") as bar:
         if jobs > 1 and len(missing) > 1:

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.spark_session import SparkStarter, jit_mode, ranges_bytes
-from lakewarden.state_dir import add_state_option, state_dir
+from lakewarden.runtime.spark_session import SparkStarter, jit_mode, ranges_bytes
+from lakewarden.runtime.state_dir import add_state_option, state_dir
 from lakewarden.timestamps import parse_rfc3339, rfc3339
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-    from lakewarden.compiled_models import BuildResult, ModelRunner
+    from lakewarden.runtime.compiled_models import BuildResult, ModelRunner
     from lakewarden.reports.directory import Report
     from lakewarden.snapshot import LoadedSnapshot
 
@@ -98,7 +98,7 @@ class JobContext:
     snapshot_dir: Path | None = None
     #: the snapshot's files' fingerprint (lakewarden.snapshot.check): same files, same value
     snapshot_fingerprint: str | None = None
-    #: executes the compiled models; remembers what this run built (lakewarden.compiled_models)
+    #: executes the compiled models; remembers what this run built (lakewarden.runtime.compiled_models)
     models: "ModelRunner | None" = None
 
     def report_fields(self) -> dict[str, str]:
@@ -207,9 +207,9 @@ class JobContext:
     def model_runner(self) -> "ModelRunner":
         """This run's model runner, made on first use and kept (a node executed once is not
         executed again): range lists as literals on a large snapshot only, and
-        :data:`~lakewarden.compiled_models.NODES_AT_ONCE` nodes at once."""
-        from lakewarden.compiled_models import NODES_AT_ONCE, RANGE_LISTS_FROM_BYTES, ModelRunner
-        from lakewarden.spark_session import ranges_bytes
+        :data:`~lakewarden.runtime.compiled_models.NODES_AT_ONCE` nodes at once."""
+        from lakewarden.runtime.compiled_models import NODES_AT_ONCE, RANGE_LISTS_FROM_BYTES, ModelRunner
+        from lakewarden.runtime.spark_session import ranges_bytes
 
         if self.models is None:
             size = ranges_bytes(self.snapshot_dir)
@@ -228,13 +228,13 @@ class JobContext:
     ) -> "BuildResult":
         """Build a job's models with this run's variables, plus the singular safety tests whose
         parents are all among them (cautious selection: another job's safety test never runs on
-        this job's partial build): dbt compiles them, lakewarden.compiled_models executes them
+        this job's partial build): dbt compiles them, lakewarden.runtime.compiled_models executes them
         on this session. Generic and unit tests run in CI's full ``dbt build``. A node an
         earlier build of this run executed with the same compiled code is not executed again.
         ``only_upstream_of``: build only those models and what they depend on (the selection is
         compiled whole, so a later build of the rest compiles nothing new)."""
-        from lakewarden.compiled_models import compile_selection, upstream_of
-        from lakewarden.project import SENT
+        from lakewarden.runtime.compiled_models import compile_selection, upstream_of
+        from lakewarden.runtime.project import SENT
 
         runner = self.model_runner()
         nodes = compile_selection(selection, state=self.state, variables=self.dbt_vars(**variables))
@@ -280,7 +280,7 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
 
     The JVM boots on a background thread (~6 s) while this thread checks the snapshot (pyarrow,
     no Spark job): a run pays the longer of the two, not their sum. dbt itself is imported only
-    when a selection has no cached compilation (lakewarden.compiled_models). A bad snapshot
+    when a selection has no cached compilation (lakewarden.runtime.compiled_models). A bad snapshot
     exits 2 without waiting for the JVM."""
     now = parse_now(args.now, dry_run=args.dry_run)
     state = state_dir(args.state)

@@ -197,7 +197,7 @@ def mark_identity(context: JobContext, commits) -> MarkIdentity | None:
     from pyspark.sql import functions as F
 
     from lakewarden.jobs.common import namespace_key
-    from lakewarden.project import project_dir, project_fingerprint
+    from lakewarden.runtime.project import project_dir, project_fingerprint
 
     if not context.snapshot_fingerprint:
         return None

@@ -4,7 +4,7 @@ One Spark session, one snapshot, one listing or inventory, one report directory.
 are the two jobs' own (:func:`lakewarden.jobs.gc_committed.mark_committed`,
 :func:`lakewarden.jobs.gc_uncommitted.mark_uncommitted`), run one after the other on the same
 session with the same run id, so the models they share (the snapshot's staging views) are
-executed once (:class:`lakewarden.compiled_models.ModelRunner` skips a node this run already
+executed once (:class:`lakewarden.runtime.compiled_models.ModelRunner` skips a node this run already
 built with the same code). Each keeps its own detail under the report directory
 (``committed/``, ``uncommitted/``: their summaries, ``commits.csv``, the uncommitted run's
 history entry that the next optimized run starts from); the run's own ``summary.json``,

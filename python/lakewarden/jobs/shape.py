@@ -91,8 +91,8 @@ class Job(Generic[InputsT, MarkedT]):
 def run_job(job: Job[Any, Any], args: argparse.Namespace) -> int:
     """The phases in order; exit 0 when everything marked was deleted (or a dry run), 1 when the
     sweep failed for some addresses or stopped part-way (the report says which)."""
-    from lakewarden.project import SENT
-    from lakewarden.spark_session import spark_jobs_started
+    from lakewarden.runtime.project import SENT
+    from lakewarden.runtime.spark_session import spark_jobs_started
 
     inputs = job.read_inputs(args)
     options = job.store_options(args)  # a malformed option: exit 2 before Spark starts

@@ -19,7 +19,7 @@ import json
 import sys
 from typing import Any
 
-from lakewarden.state_dir import add_state_option, state_dir
+from lakewarden.runtime.state_dir import add_state_option, state_dir
 from lakewarden.stores.options import add_store_arguments, store_options_from_args
 from lakewarden.sweep import ENGINES, SweepFailed, load_report
 
@@ -58,7 +58,7 @@ def _positive(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lakewarden import spark_session
+    from lakewarden.runtime import spark_session
     from lakewarden.sweep import sweep_report
     from lakewarden.sweep.ledger import record_sweep
 

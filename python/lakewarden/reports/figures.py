@@ -254,7 +254,7 @@ def kept_in_ranges(spark: "SparkSession", snapshot_schema: str, range_ids: "Data
     as the models' range lists do); more are a semi-join; none reads no entry."""
     from pyspark.sql import functions as F
 
-    from lakewarden.compiled_models import collect_range_ids
+    from lakewarden.runtime.compiled_models import collect_range_ids
 
     ids = collect_range_ids(range_ids.select("range_id"))
     entries = spark.table(f"{snapshot_schema}.ranges")
@@ -479,7 +479,7 @@ def _snapshot_figures(
         # nothing marked (a no-op run, say): no branch to draw, so neither the commit graph nor
         # the marked entries are traced; the kept ages are the whole answer
         return _trim({}), {int(row["bin"]): (int(row["objects"]), int(row["bytes"] or 0)) for row in kept.collect()}
-    from lakewarden.dbt_python import load_graph
+    from lakewarden.runtime.dbt_python import load_graph
 
     commits = spark.table(f"{schema}.commits")
     graph = load_graph(

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from lakewarden.errors import error_line
-from lakewarden.progress import human_bytes
+from lakewarden.runtime.progress import human_bytes
 from lakewarden.reports.figures import Figures, Group, Listing, age_bin_labels, read_figures
 from lakewarden.sweep.result import OUTCOME_COUNTS, OutcomeCounts
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import yaml
 
 from lakewarden.errors import BadInput
-from lakewarden.project import project_dir
+from lakewarden.runtime.project import project_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession

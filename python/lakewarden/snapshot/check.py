@@ -42,7 +42,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from lakewarden.errors import BadInput
-from lakewarden.project import project_dir
+from lakewarden.runtime.project import project_dir
 from lakewarden.snapshot import (
     ADDRESS_TYPES,
     NOT_NULL,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 from lakewarden.deleters.base import Deleter, clean_options, deleter_for
 from lakewarden.errors import BadInput
 from lakewarden.reports.directory import utc_now
-from lakewarden.state_dir import state_dir
+from lakewarden.runtime.state_dir import state_dir
 from lakewarden.sweep.distributed import (
     ensure_python_workers,
     read_addresses,
@@ -55,7 +55,7 @@ def choose_engine(report: Report, engine: Engine = "auto", *, process_max: int =
         raise BadInput(f"must be one of {', '.join(ENGINES)}, not {engine!r}", field="--engine")
     if engine != "auto":
         return engine
-    from lakewarden.spark_session import under_spark_submit
+    from lakewarden.runtime.spark_session import under_spark_submit
 
     if under_spark_submit():
         return "spark"
@@ -63,7 +63,7 @@ def choose_engine(report: Report, engine: Engine = "auto", *, process_max: int =
 
 
 def _default_spark() -> "SparkSession":
-    from lakewarden import spark_session
+    from lakewarden.runtime import spark_session
 
     return spark_session.get_or_create(state_dir(None))
 
@@ -107,7 +107,7 @@ def sweep_report(
     sweep_id = new_sweep_id()
     started_at = utc_now()
     report.sweep_dir.mkdir(parents=True, exist_ok=True)
-    from lakewarden.progress import phase
+    from lakewarden.runtime.progress import phase
 
     total = report.summary.get("num_marked") if isinstance(report.summary.get("num_marked"), int) else None
     recoverable = store_recoverability(report.storage_namespace, options) if deleter_factory is deleter_for else None

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-    from lakewarden.jvm_classes import ArchivePlan
+    from lakewarden.runtime.jvm_classes import ArchivePlan
 
 
 def spark_conf(warehouse: Path, *, jit: str = "full") -> dict[str, str]:
@@ -211,7 +211,7 @@ def get_or_create(
         archive = None
     session = builder.getOrCreate()
     if archive is not None:
-        from lakewarden.jvm_classes import write_at_exit
+        from lakewarden.runtime.jvm_classes import write_at_exit
 
         write_at_exit(session, archive)
     # Spark logs failed tasks (e.g. a malformed snapshot line) as ERROR with JVM stack traces;
@@ -222,12 +222,12 @@ def get_or_create(
 
 
 def class_archive(conf: dict[str, str]) -> "ArchivePlan | None":
-    """The JVM class-data archive this process's JVM uses or writes (lakewarden.jvm_classes):
+    """The JVM class-data archive this process's JVM uses or writes (lakewarden.runtime.jvm_classes):
     none when ``LAKEWARDEN_SPARK_CONF`` sets the driver's Java options itself, or this process
     already has a JVM (a stopped session's: the new one reuses it as it is)."""
     from pyspark import SparkContext
 
-    from lakewarden.jvm_classes import plan
+    from lakewarden.runtime.jvm_classes import plan
 
     if "spark.driver.extraJavaOptions" in extra_spark_conf() or SparkContext._gateway is not None:
         return None

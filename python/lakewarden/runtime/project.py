@@ -86,7 +86,7 @@ def dbt_version() -> str:
 def manifest_cache_dirs(project: Path) -> list[Path]:
     """Where a parsed manifest may be found or kept: the project's ``target/`` (a checkout, or the
     copy an installed wheel carries), then the user's cache directory (a read-only install)."""
-    from lakewarden.user_cache import user_cache_dir
+    from lakewarden.runtime.user_cache import user_cache_dir
 
     return [project / "target" / MANIFEST_CACHE, user_cache_dir() / MANIFEST_CACHE]
 
@@ -201,7 +201,7 @@ def run_dbt(args: Sequence[str], *, state: Path, variables: Mapping[str, Any] | 
     command += ["--log-level", "info" if verbose else "none", "--log-level-file", "debug"]
     log.debug("dbt %s", " ".join(command))
     manifest = parsed_manifest(location) if args and args[0] != "parse" else None
-    from lakewarden.progress import phase
+    from lakewarden.runtime.progress import phase
 
     with phase(f"dbt {' '.join(args[:1])} {_selection(args)}".rstrip(), unit="nodes") as bar:
 
@@ -230,7 +230,7 @@ def run_dbt(args: Sequence[str], *, state: Path, variables: Mapping[str, Any] | 
 
 def compile_nodes(args: Sequence[str], *, state: Path, variables: Mapping[str, Any]) -> list[Any]:
     """``dbt compile`` of a selection with this run's variables, on the cached manifest: the
-    selected nodes with their compiled code, for lakewarden.compiled_models to execute.
+    selected nodes with their compiled code, for lakewarden.runtime.compiled_models to execute.
 
     No relation cache is populated and no JSON artefact written: the runner's session holds the
     relations, and compiling costs Jinja only (~0.5 s for a job's nodes)."""

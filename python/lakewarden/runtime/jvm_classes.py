@@ -9,7 +9,7 @@ machine: session plus first queries 13.6-15.0 s without it, 8.3-8.7 s with it.
 How lakewarden uses it (embedded engine only: under ``spark-submit`` the driver JVM is not ours):
 
 * The archive is kept per Java runtime, Spark jars and driver heap (:func:`archive_key`) under
-  the user's cache directory (``lakewarden.user_cache``), as ``jvm/<key>-<bytes>.jsa``.
+  the user's cache directory (``lakewarden.runtime.user_cache``), as ``jvm/<key>-<bytes>.jsa``.
 * A process whose archive exists starts its JVM with it. A process without one starts its JVM
   with ``-XX:ArchiveClassesAtExit`` aimed at a private ``.partial`` file; when it ends, it stops
   its JVM, waits for the archive to be written (once per machine and version: a few seconds,
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakewarden.user_cache import user_cache_dir
+from lakewarden.runtime.user_cache import user_cache_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -160,7 +160,7 @@ def finish_pending() -> None:
 def _finish(spark: "SparkSession", archive: ArchivePlan) -> None:
     from pyspark import SparkContext
 
-    from lakewarden.spark_session import spark_jobs_started
+    from lakewarden.runtime.spark_session import spark_jobs_started
 
     partial = archive.write
     assert partial is not None

@@ -4,7 +4,7 @@ Why not ``dbt build``: a dbt node costs 0.1–1.6 s beyond its SQL (the material
 rendered in Jinja, relation cache lookups, ``describe``/``show`` statements, rename dances, run
 results), which made a run's fixed cost larger than its work (issue 18). The models stay where
 the algorithm lives and dbt stays their compiler: ``dbt compile`` (on the cached manifest,
-lakewarden.project) renders every ref, source, var and macro for this run; this module then
+lakewarden.runtime.project) renders every ref, source, var and macro for this run; this module then
 sends each node's compiled SQL to Spark itself, in dependency order, with the one statement its
 materialization needs:
 
@@ -109,7 +109,7 @@ def compile_selection(selection: str, *, state: Path, variables: Mapping[str, An
     key = _compiled_key(selection, compile_vars)
     nodes = _load_compiled(key)
     if nodes is None:
-        from lakewarden.project import compile_nodes
+        from lakewarden.runtime.project import compile_nodes
 
         raw = compile_nodes(
             ["--select", selection, "--indirect-selection", "cautious", "--exclude", "test_type:generic", "test_type:unit"],
@@ -131,7 +131,7 @@ def _with_run_values(node: CompiledNode, run_values: Mapping[str, str]) -> Compi
 def _compiled_key(selection: str, compile_vars: Mapping[str, Any]) -> str:
     import os
 
-    from lakewarden.project import project_dir, project_fingerprint
+    from lakewarden.runtime.project import project_dir, project_fingerprint
 
     identity = {
         "version": COMPILED_CACHE_VERSION,
@@ -144,7 +144,7 @@ def _compiled_key(selection: str, compile_vars: Mapping[str, Any]) -> str:
 
 
 def _load_compiled(key: str) -> list[CompiledNode] | None:
-    from lakewarden.project import manifest_cache_dirs, project_dir
+    from lakewarden.runtime.project import manifest_cache_dirs, project_dir
 
     for directory in manifest_cache_dirs(project_dir()):
         cached = directory / f"compiled-{key}.json"
@@ -162,7 +162,7 @@ def _save_compiled(key: str, nodes: Sequence[CompiledNode]) -> None:
     import os
     import tempfile
 
-    from lakewarden.project import manifest_cache_dirs, project_dir
+    from lakewarden.runtime.project import manifest_cache_dirs, project_dir
 
     data = json.dumps([asdict(node) for node in nodes], default=str)
     for directory in manifest_cache_dirs(project_dir()):
@@ -281,7 +281,7 @@ class ModelRunner:
         """Execute the nodes not yet executed with their code. ``locations``: models (by name)
         whose table is written at a given directory instead of the warehouse (a job keeps a
         mart there: it is written once, where it stays)."""
-        from lakewarden.progress import phase
+        from lakewarden.runtime.progress import phase
 
         self._locations = dict(locations or {})
 
@@ -311,7 +311,7 @@ class ModelRunner:
 
     def _execute(self, node: CompiledNode) -> str | None:
         """One node: its statement(s), then remembered as executed; a test's warning line."""
-        from lakewarden.spark_session import spark_jobs_started
+        from lakewarden.runtime.spark_session import spark_jobs_started
 
         node_started, jobs_before = time.monotonic(), spark_jobs_started(self.spark)
         # Spark's UI and event log name each job after the node that started it (a property of
@@ -497,7 +497,7 @@ NODES_AT_ONCE = 2
 #: at most this many ids go into a statement as literals; a longer list stays the subquery
 RANGE_LIST_LIMIT = 5000
 #: a job puts range lists in as literals from this many bytes of range rows on
-#: (lakewarden.spark_session.ranges_bytes: a stat of the snapshot, no read). Below it the reader
+#: (lakewarden.runtime.spark_session.ranges_bytes: a stat of the snapshot, no read). Below it the reader
 #: decodes every entry in milliseconds anyway, and each list's own query (0.3-0.6 s on a run's
 #: cold session) is pure cost: measured on the demo's sample (170 kB), an optimized uncommitted
 #: run's models took 0.5-1.2 s longer with the lists. Both forms select the same rows.
