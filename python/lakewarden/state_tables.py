@@ -39,6 +39,10 @@ TABLES_DIR = "tables"
 LOCK_FILE = ".lock"
 
 _registered: dict[int, Path] = {}
+#: one registration at a time: a job's JVM starts on a thread (SparkStarter) that registers the
+#: tables while another thread of the process may do the same; interleaved, one thread's drop
+#: and create met the other's create ("TABLE_OR_VIEW_ALREADY_EXISTS")
+_registering = threading.Lock()
 _held = threading.local()
 
 
@@ -119,15 +123,16 @@ def register_state_tables(spark: "SparkSession", state: Path) -> None:
 
     state = Path(state).resolve()
     key = id(spark)
-    if _registered.get(key) == state:
-        return
-    spark.sql(f"create database if not exists {STATE_SCHEMA}")
-    for table in state_table_names():
-        location = stored_location(state, table)
-        location.mkdir(parents=True, exist_ok=True)
-        spark.sql(f"drop table if exists {qualified(table)}")
-        spark.sql(f"create table {qualified(table)} ({_ddl(table)}) using parquet location {sql_string(str(location))}")
-    _registered[key] = state
+    with _registering:
+        if _registered.get(key) == state:
+            return
+        spark.sql(f"create database if not exists {STATE_SCHEMA}")
+        for table in state_table_names():
+            location = stored_location(state, table)
+            location.mkdir(parents=True, exist_ok=True)
+            spark.sql(f"drop table if exists {qualified(table)}")
+            spark.sql(f"create table {qualified(table)} ({_ddl(table)}) using parquet location {sql_string(str(location))}")
+        _registered[key] = state
 
 
 def append_rows(spark: "SparkSession", state: Path, table: str, rows: Sequence[Sequence[Any]]) -> None:
