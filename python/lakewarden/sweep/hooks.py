@@ -21,14 +21,8 @@ _observers: list[Observer] = []
 
 
 def observe(observer: Observer) -> None:
-    """Call ``observer(point)`` at every point this process's sweeps reach, until :func:`forget`."""
+    """Call ``observer(point)`` at every point this process's sweeps reach from now on."""
     _observers.append(observer)
-
-
-def forget(observer: Observer) -> None:
-    """Stop calling ``observer`` (no error when it was not observing)."""
-    if observer in _observers:
-        _observers.remove(observer)
 
 
 def reached(point: str) -> None:
