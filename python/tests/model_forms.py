@@ -4,7 +4,9 @@ in tests so both meet the oracles on the suite's small repositories:
 * range lists (lakewarden.runtime.compiled_models.RANGE_LISTS_FROM_BYTES): a list query's ids put in as
   literals, or the subquery as written;
 * an optimized uncommitted run's listing kept to the considered objects before it is written
-  (lakewarden.jobs.gc_uncommitted.KEEP_CONSIDERED_OF_LISTINGS), or written as listed.
+  (lakewarden.jobs.gc_uncommitted.KEEP_CONSIDERED_OF_LISTINGS), or written as listed;
+* expressions in Spark's generated code, or interpreted
+  (lakewarden.runtime.spark_session.GENERATED_CODE_FROM_BYTES).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from contextlib import contextmanager
 from typing import Iterator
 from unittest import mock
 
-from lakewarden.runtime import compiled_models
+from lakewarden.runtime import compiled_models, spark_session
 from lakewarden.jobs import gc_uncommitted
 
 
@@ -23,5 +25,6 @@ def large_repository_forms(on: bool = True) -> Iterator[None]:
     with (
         mock.patch.object(compiled_models, "RANGE_LISTS_FROM_BYTES", 0 if on else 1 << 62),
         mock.patch.object(gc_uncommitted, "KEEP_CONSIDERED_OF_LISTINGS", on),
+        mock.patch.object(spark_session, "GENERATED_CODE_FROM_BYTES", 0 if on else 1 << 62),
     ):
         yield

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.runtime.spark_session import SparkStarter, jit_mode, ranges_bytes
+from lakewarden.runtime.spark_session import SparkStarter, jit_mode, ranges_bytes, suit_expressions_to_size
 from lakewarden.runtime.state_dir import add_state_option, state_dir
 from lakewarden.timestamps import parse_rfc3339, rfc3339
 
@@ -303,6 +303,8 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
             field="--now",
         )
     spark = starter.session()
+    # interpreted expressions on a small snapshot, generated code on a large one (spark_session)
+    suit_expressions_to_size(spark, ranges_bytes(snapshot_dir))
     snapshot = register_snapshot(spark, checked, schema=SNAPSHOT_SCHEMA)
     return JobContext(
         job=job,

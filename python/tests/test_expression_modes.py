@@ -1,0 +1,71 @@
+"""A job on a small snapshot evaluates expressions interpreted, on a large one in Spark's
+generated code (lakewarden.runtime.spark_session.suit_expressions_to_size): the same rows either
+way, each job its own settings in a shared session, and a user's own settings kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakewarden.runtime import spark_session
+from lakewarden.runtime.spark_session import GENERATED_CODE_FROM_BYTES, suit_expressions_to_size
+
+pytestmark = pytest.mark.spark
+
+#: joins, an aggregate, a window, string and date functions, a CASE: what the models use
+QUERY = """
+with entries as (
+    select id, concat('data/', cast(id % 97 as string), '/', cast(id as string)) as address,
+           timestamp_seconds(1700000000 + id * 3600) as last_modified, id % 7 as branch
+    from range(0, 5000)
+),
+branches as (select id as branch, concat('b', cast(id as string)) as name from range(0, 7))
+select b.name, regexp_extract(e.address, '^data/([0-9]+)/', 1) as bucket,
+       count(*) as n, max(e.last_modified) as newest,
+       sum(case when e.id % 2 = 0 then 1 else 0 end) as even,
+       row_number() over (partition by b.name order by count(*) desc, regexp_extract(e.address, '^data/([0-9]+)/', 1)) as rank
+from entries e join branches b on e.branch = b.branch
+group by b.name, regexp_extract(e.address, '^data/([0-9]+)/', 1)
+"""
+
+
+def rows_and_plan(spark) -> tuple[list[tuple], str]:
+    frame = spark.sql(QUERY)
+    rows = sorted(tuple(row) for row in frame.collect())
+    return rows, frame._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001 - the plan's text
+
+
+def test_small_is_interpreted_large_is_generated_and_the_rows_are_the_same(spark):
+    try:
+        assert suit_expressions_to_size(spark, 1024) is True
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+        small_rows, small_plan = rows_and_plan(spark)
+
+        assert suit_expressions_to_size(spark, GENERATED_CODE_FROM_BYTES) is False
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+        large_rows, large_plan = rows_and_plan(spark)
+    finally:
+        suit_expressions_to_size(spark, None)
+
+    assert small_rows == large_rows and len(small_rows) == 7 * 97
+    assert "*(" not in small_plan, "a small job's plan has no whole-stage generated code"
+    assert "*(" in large_plan, "a large job's plan runs in whole-stage generated code"
+
+
+def test_unknown_size_is_generated_code(spark):
+    assert suit_expressions_to_size(spark, None) is False
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+
+
+def test_the_sessions_own_settings_come_back_after_a_small_job(spark, monkeypatch):
+    """Settings given to the session before any job (spark-submit --conf) are the large jobs' settings."""
+    monkeypatch.setattr(spark_session, "_settings_before", {})
+    spark.conf.set("spark.sql.codegen.wholeStage", "false")
+    try:
+        suit_expressions_to_size(spark, 10)
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+        suit_expressions_to_size(spark, 1 << 40)
+        assert spark.conf.get("spark.sql.codegen.wholeStage") == "false", "the user's setting, not Spark's default"
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
+    finally:
+        spark.conf.set("spark.sql.codegen.wholeStage", "true")
