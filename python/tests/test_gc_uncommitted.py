@@ -507,7 +507,7 @@ def s3_endpoint(request: pytest.FixtureRequest) -> str:
 
 
 def test_s3_namespace_listed_marked_and_swept(spark, test_state_dir: Path, tmp_path: Path, s3_endpoint: str, monkeypatch) -> None:
-    from lakewarden.jobs.common import start_job
+    from lakewarden.jobs.common import run_options_from_args, start_job
     from lakewarden.sweep import sweep_report
     from test_sweep_support import S3_ENV, list_keys, new_bucket, put_keys, s3_options
 
@@ -523,7 +523,7 @@ def test_s3_namespace_listed_marked_and_swept(spark, test_state_dir: Path, tmp_p
     snapshot = repo.write_snapshot()
 
     args = gc_uncommitted_args(["--snapshot", str(snapshot), "--state", str(test_state_dir), "--report", str(tmp_path / "report"), "--min-age", "0s", "--force", "--clean"])
-    context = start_job(args, gc_uncommitted.JOB)
+    context = start_job(run_options_from_args(args), gc_uncommitted.JOB)
     options = s3_options(s3_endpoint)
     result = gc_uncommitted.mark_uncommitted(context, min_age=timedelta(0), clean=True, report_dir=args.report, s3_options=options)
     assert {r["address"] for r in read_addresses(result.report.directory)} == set(abandoned)

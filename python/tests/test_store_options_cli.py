@@ -128,11 +128,18 @@ def test_sweep_says_when_deletes_leave_recoverable_versions(
     ],
 )
 def test_a_job_hands_its_sweep_the_store_options(argv: list[str], expected: dict[str, str]) -> None:
-    """What a job run without --dry-run gives the sweep (lakewarden.jobs.shape)."""
+    """What a job run without --dry-run gives the sweep (lakewarden.jobs.shape), from the
+    options the command line builds (jobs.common.run_options_from_args)."""
+    from lakewarden.jobs.common import run_options_from_args
     from lakewarden.jobs.gc_committed import CommittedGc
     from lakewarden.jobs.gc_uncommitted import UncommittedGc
+    from lakewarden.jobs.gc_unified import UnifiedGc
     from lakewarden.jobs.lifecycle import Lifecycle
 
-    for command, job in ((["gc", "committed"], CommittedGc()), (["gc", "uncommitted"], UncommittedGc()), (["lifecycle", "--policy", "p.json"], Lifecycle())):
+    jobs = (
+        (["gc", "committed"], CommittedGc()), (["gc", "uncommitted"], UncommittedGc()), (["gc"], UnifiedGc()),
+        (["lifecycle", "--policy", "p.json"], Lifecycle()),
+    )
+    for command, job in jobs:
         args = build_parser().parse_args([*command, "--snapshot", "snap", *argv])
-        assert job.deleter_options(None, args) == expected
+        assert job.deleter_options(None, run_options_from_args(args)) == expected

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 from lakewarden.runtime.state_dir import add_state_option, state_dir
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.extract.config import LakeFSSource
     from lakewarden.extract.core import ExtractResult
+    from lakewarden.stores.options import StoreOptions
 
-__all__ = ["register", "add_lakefs_arguments", "add_s3_arguments", "extract_from_args"]
+__all__ = ["register", "add_lakefs_arguments", "add_s3_arguments", "extract_from_args", "extract_source"]
 
 
 def add_lakefs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,28 +67,36 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> "ExtractResult":
-    """Run an extract from parsed ``add_lakefs_arguments`` options (``extract`` and the jobs)."""
+    """Run an extract from parsed ``add_lakefs_arguments`` options (the ``extract`` command)."""
     from lakewarden.errors import BadInput
+    from lakewarden.extract.config import LakeFSSource
     from lakewarden.stores.options import store_options_from_args
 
     if not args.repo:
         raise BadInput("missing --repo NAME", field="--repo")
-    store_options = store_options_from_args(args)  # a malformed option: exit 2 before lakeFS is asked
-    state = state_dir(args.state)
+    store = store_options_from_args(args)  # a malformed option: exit 2 before lakeFS is asked
+    source = LakeFSSource(
+        repo=args.repo, endpoint=args.lakefs_endpoint, cache_dir=Path(args.cache_dir) if args.cache_dir else None, jobs=max(1, args.jobs)
+    )
+    return extract_source(source, state=state_dir(args.state), store=store, out=out, force=force)
+
+
+def extract_source(source: "LakeFSSource", *, state: Path, store: "StoreOptions", out: Path, force: bool) -> "ExtractResult":
+    """Extract ``source`` into ``out`` (the ``extract`` command, and a job given a lakeFS source)."""
     # imported here, not at start-up: lakeFS's SDK and pyarrow cost ~1 s, and every other
     # command (a sweep, checks) would pay it
     from lakewarden.extract.config import resolve_config
     from lakewarden.extract.core import extract_repository
 
     return extract_repository(
-        config=resolve_config(args.lakefs_endpoint),
-        repository=args.repo,
+        config=resolve_config(source.endpoint),
+        repository=source.repo,
         out=out,
-        cache_dir=Path(args.cache_dir) if args.cache_dir else state / "range-cache",
+        cache_dir=source.cache_dir if source.cache_dir is not None else state / "range-cache",
         force=force,
-        local_blockstore=args.local_blockstore,
-        store_options=store_options,
-        jobs=max(1, args.jobs),
+        local_blockstore=store.local_blockstore,
+        store_options=store,
+        jobs=source.jobs,
     )
 
 

@@ -16,7 +16,28 @@ import yaml
 
 from lakewarden.errors import BadInput
 
-__all__ = ["LakeFSConfig", "resolve_config", "api_base_url"]
+__all__ = ["LakeFSSource", "LakeFSConfig", "resolve_config", "api_base_url"]
+
+
+@dataclass(frozen=True)
+class LakeFSSource:
+    """Read the repository from a lakeFS server (an extract into ``STATE/snapshots/REPO``)
+    instead of a snapshot directory. Credentials: lakectl's (``LAKECTL_CREDENTIALS_*`` or
+    ``~/.lakectl.yaml``), as ``lakewarden extract`` reads them."""
+
+    repo: str
+    #: the server's URL (default: ``LAKECTL_SERVER_ENDPOINT_URL`` or ``~/.lakectl.yaml``)
+    endpoint: str | None = None
+    #: decoded-range cache (default: ``STATE/range-cache``)
+    cache_dir: Path | None = None
+    #: processes decoding ranges in parallel
+    jobs: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.repo:
+            raise BadInput("a lakeFS source needs a repository name", field="--repo")
+        if self.jobs < 1:
+            raise BadInput(f"{self.jobs} is not a number of processes (1 or more)", field="--jobs")
 
 
 @dataclass(frozen=True)

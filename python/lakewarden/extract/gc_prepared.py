@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from lakewarden.errors import BadInput
 from lakewarden.extract.api import GCPreparation, UncommittedPreparation
 from lakewarden.extract.storage import METADATA_DIR, MetadataStore
-from lakewarden.jobs.common import rfc3339
+from lakewarden.timestamps import rfc3339
 
 __all__ = [
     "GC_COMMITS_CSV",

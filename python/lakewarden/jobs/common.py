@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.runtime.compiled_models import BuildResult, ModelRunner
     from lakewarden.reports.directory import Report
     from lakewarden.snapshot import LoadedSnapshot
+    from lakewarden.jobs.options import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -53,18 +54,53 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_now(text: str | None, *, dry_run: bool, wall_clock: datetime | None = None) -> datetime:
-    """The job's clock: an RFC 3339 time with an offset, in UTC; the current time when absent."""
+    """``--now``: an RFC 3339 time with an offset, in UTC (:func:`check_clock`); the current
+    time when absent."""
+    return check_clock(None if text is None else parse_rfc3339(text, field="--now"), dry_run=dry_run, wall_clock=wall_clock)
+
+
+def check_clock(moment: datetime | None, *, dry_run: bool, wall_clock: datetime | None = None) -> datetime:
+    """The job's clock: ``moment`` in UTC, or the current time when None. Later than this
+    machine's clock (by more than :data:`CLOCK_SKEW`) only in a dry run: a clock in the future
+    would expire objects before their time."""
     wall = wall_clock or datetime.now(timezone.utc)
-    if text is None:
+    if moment is None:
         return wall
-    moment = parse_rfc3339(text, field="--now")
+    moment = moment.astimezone(timezone.utc)
     if moment > wall + CLOCK_SKEW and not dry_run:
         raise BadInput(
-            f"{text} is in the future of this machine's clock ({wall.isoformat()}); "
+            f"{rfc3339(moment)} is in the future of this machine's clock ({wall.isoformat()}); "
             "only a --dry-run may look ahead",
             field="--now",
         )
     return moment
+
+
+def run_options_from_args(args: argparse.Namespace) -> "RunOptions":
+    """The command line's :func:`add_job_options` as the API's :class:`RunOptions` (the one
+    place a job's parsed arguments become values). A malformed option is bad input (exit 2)."""
+    from lakewarden.jobs.options import LakeFSSource, RunOptions
+    from lakewarden.stores.options import store_options_from_args
+
+    store = store_options_from_args(args)  # a malformed store option: exit 2 before Spark starts
+    lakefs = None
+    if getattr(args, "repo", None):
+        cache_dir = getattr(args, "cache_dir", None)
+        lakefs = LakeFSSource(
+            repo=args.repo,
+            endpoint=getattr(args, "lakefs_endpoint", None),
+            cache_dir=Path(cache_dir) if cache_dir else None,
+            jobs=max(1, getattr(args, "jobs", 1) or 1),
+        )
+    return RunOptions(
+        snapshot=args.snapshot,
+        lakefs=lakefs,
+        now=None if args.now is None else parse_rfc3339(args.now, field="--now"),
+        dry_run=args.dry_run,
+        report=args.report,
+        state=Path(args.state) if args.state else None,
+        store=store,
+    )
 
 
 def namespace_key(storage_namespace: str) -> str:
@@ -100,6 +136,8 @@ class JobContext:
     snapshot_fingerprint: str | None = None
     #: executes the compiled models; remembers what this run built (lakewarden.runtime.compiled_models)
     models: "ModelRunner | None" = None
+    #: the report directory asked for (None: the job's default under the namespace)
+    report_dir: Path | None = None
 
     def report_fields(self) -> dict[str, str]:
         """Where the snapshot and the state dir are, for the summary: report.html and
@@ -250,18 +288,16 @@ class JobContext:
         return result
 
 
-def resolve_snapshot(args: argparse.Namespace, state: Path) -> Path:
-    """``--snapshot DIR``, or a fresh extract of ``--repo`` into ``STATE/snapshots/REPO``."""
-    if args.snapshot is not None:
-        if args.repo:
-            raise BadInput("give either --snapshot or --lakefs-endpoint/--repo, not both", field="--snapshot")
-        return Path(args.snapshot)
-    if not args.repo:
+def resolve_snapshot(run: "RunOptions", state: Path) -> Path:
+    """The snapshot directory, or a fresh extract of ``run.lakefs`` into ``STATE/snapshots/REPO``."""
+    if run.snapshot is not None:
+        return run.snapshot
+    if run.lakefs is None:
         raise BadInput("give --snapshot DIR, or --repo NAME (with --lakefs-endpoint or lakectl's config)", field="--snapshot")
-    from lakewarden.extract.cli import extract_from_args
+    from lakewarden.extract.cli import extract_source
 
-    out = state / "snapshots" / args.repo
-    result = extract_from_args(args, out=out, force=True)
+    out = state / "snapshots" / run.lakefs.repo
+    result = extract_source(run.lakefs, state=state, store=run.store, out=out, force=True)
     log.info("%s", result.summary())
     return out
 
@@ -275,26 +311,26 @@ def commits_table_path(snapshot_dir: Path) -> Path:
     return snapshot_dir
 
 
-def start_job(args: argparse.Namespace, job: str) -> JobContext:
+def start_job(run: "RunOptions", job: str) -> JobContext:
     """Validate the clock and the snapshot, then point the source tables at the snapshot.
 
     The JVM boots on a background thread (~6 s) while this thread checks the snapshot (pyarrow,
     no Spark job): a run pays the longer of the two, not their sum. dbt itself is imported only
     when a selection has no cached compilation (lakewarden.runtime.compiled_models). A bad snapshot
-    exits 2 without waiting for the JVM."""
-    now = parse_now(args.now, dry_run=args.dry_run)
-    state = state_dir(args.state)
+    raises BadInput (exit 2) without waiting for the JVM."""
+    now = check_clock(run.now, dry_run=run.dry_run)
+    state = state_dir(run.state)
     # the JVM's compiler suits the run's size (spark_session.jit_mode): the snapshot given, or
     # the one the last extract of this repository left (a first extract starts quick)
-    hint = args.snapshot if args.snapshot is not None else (state / "snapshots" / args.repo if getattr(args, "repo", None) else None)
+    hint = run.snapshot if run.snapshot is not None else (state / "snapshots" / run.lakefs.repo if run.lakefs else None)
     starter = SparkStarter(state, jit=jit_mode(ranges_bytes(hint)))  # a bad LAKEWARDEN_JVM_JIT exits 2 here
-    snapshot_dir = resolve_snapshot(args, state)
+    snapshot_dir = resolve_snapshot(run, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark is needed
     from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it
     from lakewarden.snapshot.check import check_snapshot
 
     checked = check_snapshot(snapshot_dir, cache_dir=state / "snapshot-cache")
-    root = blockstore_root(checked.repository.storage_namespace, getattr(args, "local_blockstore", None))
+    root = blockstore_root(checked.repository.storage_namespace, run.store.local_blockstore)
     if checked.newest_commit_epoch is not None and checked.newest_commit_epoch > now.timestamp():
         newest = datetime.fromtimestamp(checked.newest_commit_epoch, timezone.utc)
         raise BadInput(
@@ -310,7 +346,7 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         job=job,
         run_id=new_run_id(job),
         now=now,
-        dry_run=args.dry_run,
+        dry_run=run.dry_run,
         state=state,
         spark=spark,
         snapshot=snapshot,
@@ -318,4 +354,5 @@ def start_job(args: argparse.Namespace, job: str) -> JobContext:
         local_blockstore=None if root is None else str(root),
         snapshot_dir=snapshot_dir,
         snapshot_fingerprint=checked.fingerprint,
+        report_dir=run.report,
     )

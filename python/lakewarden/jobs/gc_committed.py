@@ -7,15 +7,19 @@ import argparse
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lakewarden.errors import error_line
 from lakewarden.gc_rules import GcRules, load_gc_rules
-from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options
+from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, run_options_from_args
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.reports.directory import Report, default_report_dir, write_single_csv
 from lakewarden.reports.figures import drawn_beside, write_figures
 from lakewarden.timestamps import rfc3339
 from lakewarden.snapshot import register_rows
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.jobs.options import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,25 @@ def add_committed_options(parser: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True)
+class CommittedGcOptions:
+    """Committed GC's own options (``gc committed`` and ``gc``), for the Python API."""
+
+    #: lakeFS GC rules JSON (docs/contract.md); None: nothing expires, every committed address is kept
+    rules: Path | None = None
+    #: keep tagged commits active (lakeFS itself ignores tags)
+    retain_tags: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rules is not None and not isinstance(self.rules, Path):
+            object.__setattr__(self, "rules", Path(self.rules))
+
+
+def committed_options_from_args(args: argparse.Namespace) -> CommittedGcOptions:
+    """:func:`add_committed_options` as :class:`CommittedGcOptions`."""
+    return CommittedGcOptions(rules=args.rules, retain_tags=args.retain_tags)
+
+
+@dataclass(frozen=True)
 class CommittedGcResult:
     report: Report
     commits: int
@@ -73,23 +96,23 @@ class CommittedGcResult:
     location: str | None = None
 
 
-class CommittedGc(Job["GcRules | None", "CommittedGcResult"]):
+class CommittedGc(Job[CommittedGcOptions, "GcRules | None", "CommittedGcResult"]):
     """Committed retention GC in the one job shape (lakewarden.jobs.shape)."""
 
     name = JOB
 
-    def read_inputs(self, args: argparse.Namespace) -> GcRules | None:
-        return load_gc_rules(args.rules) if args.rules else None  # bad rules fail before Spark starts
+    def read_inputs(self, options: CommittedGcOptions, run: "RunOptions") -> GcRules | None:
+        return load_gc_rules(options.rules) if options.rules else None  # bad rules fail before Spark starts
 
-    def mark(self, context: JobContext, inputs: GcRules | None, args: argparse.Namespace) -> "CommittedGcResult":
-        return mark_committed(context, inputs, retain_tags=args.retain_tags, report_dir=args.report)
+    def mark(self, context: JobContext, inputs: GcRules | None, options: CommittedGcOptions) -> "CommittedGcResult":
+        return mark_committed(context, inputs, retain_tags=options.retain_tags, report_dir=context.report_dir)
 
     def describe(self, marked: "CommittedGcResult") -> list[str]:
         return describe_result(marked)
 
 
 def run_committed(args: argparse.Namespace) -> int:
-    return run_job(CommittedGc(), args)
+    return run_job(CommittedGc(), run_options_from_args(args), committed_options_from_args(args)).exit_status
 
 
 def write_rules_table(context: JobContext, rules: GcRules | None) -> None:

@@ -33,6 +33,7 @@ from lakewarden.jobs.common import (
     add_job_options,
     namespace_key,
     rfc3339,
+    run_options_from_args,
 )
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.reports.directory import Report, write_json_atomic
@@ -42,6 +43,7 @@ from lakewarden.timestamps import from_spark
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.inventory import Considered
+    from lakewarden.jobs.options import RunOptions
     from lakewarden.stores import StoreOptions
 
 log = logging.getLogger(__name__)
@@ -132,6 +134,26 @@ class UncommittedGcResult:
 
 
 @dataclass(frozen=True)
+class UncommittedGcOptions:
+    """Uncommitted GC's own options (``gc uncommitted`` and ``gc``), for the Python API."""
+
+    #: an inventory report's manifest (S3 Inventory, Azure Blob Inventory, GCS Storage
+    #: Insights; a path or a URI on the store); None: list the namespace
+    inventory: str | None = None
+    #: never touch objects younger than this (a duration: ``24h``, ``90m``...; below 1h needs ``force``)
+    min_age: str = DEFAULT_MIN_AGE
+    #: allow ``min_age`` below 1h
+    force: bool = False
+    #: a clean run even when a previous run exists
+    clean: bool = False
+
+
+def uncommitted_options_from_args(args: argparse.Namespace) -> UncommittedGcOptions:
+    """:func:`add_uncommitted_options` as :class:`UncommittedGcOptions`."""
+    return UncommittedGcOptions(inventory=args.inventory, min_age=args.min_age, force=args.force, clean=args.clean)
+
+
+@dataclass(frozen=True)
 class UncommittedInputs:
     """What the uncommitted GC reads besides the snapshot, validated before Spark starts."""
 
@@ -139,24 +161,24 @@ class UncommittedInputs:
     store_options: "StoreOptions"
 
 
-class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
+class UncommittedGc(Job[UncommittedGcOptions, UncommittedInputs, "UncommittedGcResult"]):
     """Uncommitted GC in the one job shape (lakewarden.jobs.shape)."""
 
     name = JOB
 
-    def read_inputs(self, args: argparse.Namespace) -> UncommittedInputs:
-        min_age = parse_min_age(args.min_age, force=args.force)  # before Spark starts
-        return UncommittedInputs(min_age, self.store_options(args))
+    def read_inputs(self, options: UncommittedGcOptions, run: "RunOptions") -> UncommittedInputs:
+        min_age = parse_min_age(options.min_age, force=options.force)  # before Spark starts
+        return UncommittedInputs(min_age, run.store)
 
-    def mark(self, context: JobContext, inputs: UncommittedInputs, args: argparse.Namespace) -> "UncommittedGcResult":
+    def mark(self, context: JobContext, inputs: UncommittedInputs, options: UncommittedGcOptions) -> "UncommittedGcResult":
         # the run history is read (the previous run), then appended: one writer at a time
         with state_lock(context.state, f"uncommitted GC run {context.run_id}"):
             return mark_uncommitted(
                 context,
-                manifest=args.inventory,
+                manifest=options.inventory,
                 min_age=inputs.min_age,
-                clean=args.clean,
-                report_dir=args.report,
+                clean=options.clean,
+                report_dir=context.report_dir,
                 store_options=inputs.store_options,
             )
 
@@ -165,7 +187,7 @@ class UncommittedGc(Job[UncommittedInputs, "UncommittedGcResult"]):
 
 
 def run_uncommitted(args: argparse.Namespace) -> int:
-    return run_job(UncommittedGc(), args)
+    return run_job(UncommittedGc(), run_options_from_args(args), uncommitted_options_from_args(args)).exit_status
 
 
 def output_base(context: JobContext) -> Path:

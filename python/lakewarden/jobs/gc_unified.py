@@ -30,18 +30,21 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakewarden.errors import error_line
-from lakewarden.jobs.common import JobContext, add_job_options
+from lakewarden.jobs.common import JobContext, add_job_options, run_options_from_args
+from lakewarden.jobs.gc_committed import CommittedGcOptions, committed_options_from_args
+from lakewarden.jobs.gc_uncommitted import UncommittedGcOptions, uncommitted_options_from_args
 from lakewarden.jobs.shape import Job, run_job, with_blockstore
 from lakewarden.reports.directory import Report, default_report_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.gc_rules import GcRules
+    from lakewarden.jobs.options import RunOptions
     from lakewarden.stores import StoreOptions
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,19 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True)
+class GcOptions:
+    """``lakewarden gc``'s options for the Python API: committed GC's and uncommitted GC's."""
+
+    committed: CommittedGcOptions = field(default_factory=CommittedGcOptions)
+    uncommitted: UncommittedGcOptions = field(default_factory=UncommittedGcOptions)
+
+
+def gc_options_from_args(args: argparse.Namespace) -> GcOptions:
+    """Both jobs' options from ``lakewarden gc``'s arguments (:func:`add_options`)."""
+    return GcOptions(committed=committed_options_from_args(args), uncommitted=uncommitted_options_from_args(args))
+
+
+@dataclass(frozen=True)
 class UnifiedInputs:
     rules: "GcRules | None"
     min_age: timedelta
@@ -90,20 +106,20 @@ class UnifiedGcResult:
     uncommitted: Any  # lakewarden.jobs.gc_uncommitted.UncommittedGcResult
 
 
-class UnifiedGc(Job[UnifiedInputs, UnifiedGcResult]):
+class UnifiedGc(Job[GcOptions, UnifiedInputs, UnifiedGcResult]):
     """Committed + uncommitted GC in the one job shape (lakewarden.jobs.shape)."""
 
     name = JOB
 
-    def read_inputs(self, args: argparse.Namespace) -> UnifiedInputs:
+    def read_inputs(self, options: GcOptions, run: "RunOptions") -> UnifiedInputs:
         from lakewarden.gc_rules import load_gc_rules
         from lakewarden.jobs.gc_uncommitted import parse_min_age
 
-        rules = load_gc_rules(args.rules) if args.rules else None  # bad input: before Spark starts
-        min_age = parse_min_age(args.min_age, force=args.force)
-        return UnifiedInputs(rules, min_age, self.store_options(args))
+        rules = load_gc_rules(options.committed.rules) if options.committed.rules else None  # bad input: before Spark starts
+        min_age = parse_min_age(options.uncommitted.min_age, force=options.uncommitted.force)
+        return UnifiedInputs(rules, min_age, run.store)
 
-    def mark(self, context: JobContext, inputs: UnifiedInputs, args: argparse.Namespace) -> UnifiedGcResult:
+    def mark(self, context: JobContext, inputs: UnifiedInputs, options: GcOptions) -> UnifiedGcResult:
         from lakewarden.state_tables import state_lock
 
         # uncommitted GC reads its run history (the previous run), then appends: one writer
@@ -111,11 +127,11 @@ class UnifiedGc(Job[UnifiedInputs, UnifiedGcResult]):
             return mark_unified(
                 context,
                 inputs.rules,
-                retain_tags=args.retain_tags,
-                manifest=args.inventory,
+                retain_tags=options.committed.retain_tags,
+                manifest=options.uncommitted.inventory,
                 min_age=inputs.min_age,
-                clean=args.clean,
-                report_dir=args.report,
+                clean=options.uncommitted.clean,
+                report_dir=context.report_dir,
                 store_options=with_blockstore(inputs.store_options, context),
             )
 
@@ -137,7 +153,7 @@ class UnifiedGc(Job[UnifiedInputs, UnifiedGcResult]):
 
 
 def run_unified(args: argparse.Namespace) -> int:
-    return run_job(UnifiedGc(), args)
+    return run_job(UnifiedGc(), run_options_from_args(args), gc_options_from_args(args)).exit_status
 
 
 def mark_unified(

@@ -17,15 +17,16 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lakewarden.errors import error_line
+from lakewarden.errors import BadInput, error_line
 from lakewarden.jobs.common import (
     SNAPSHOT_SCHEMA,
     JobContext,
     add_job_options,
     namespace_key,
     rfc3339,
+    run_options_from_args,
 )
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
@@ -34,6 +35,9 @@ from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, kept
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
 from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.jobs.options import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +82,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 @dataclass(frozen=True)
+class LifecycleOptions:
+    """The lifecycle job's own options, for the Python API."""
+
+    #: the lifecycle policy JSON (docs/contract.md section 3.1)
+    policy: Path
+    #: ``complete``: a commit is read when any branch reaching it may hold newly expired
+    #: objects; ``seed``: the design's intersection (reads less, can skip objects)
+    potential_commits: str = "complete"
+    #: re-examine every commit from the beginning, ignoring earlier runs
+    full: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.policy, Path):
+            object.__setattr__(self, "policy", Path(self.policy))
+        if self.potential_commits not in POTENTIAL_MODES:
+            raise BadInput(f"{self.potential_commits!r} is not one of {', '.join(POTENTIAL_MODES)}", field="--potential-commits")
+
+
+def lifecycle_options_from_args(args: argparse.Namespace) -> LifecycleOptions:
+    """The command's ``--policy``, ``--potential-commits`` and ``--full`` as :class:`LifecycleOptions`."""
+    return LifecycleOptions(policy=args.policy, potential_commits=args.potential_commits, full=args.full)
+
+
+@dataclass(frozen=True)
 class LifecycleResult:
     report: Report
     output_dir: Path
@@ -86,19 +114,19 @@ class LifecycleResult:
     bytes_marked: int
 
 
-class Lifecycle(Job[LifecyclePolicy, LifecycleResult]):
+class Lifecycle(Job[LifecycleOptions, LifecyclePolicy, LifecycleResult]):
     """The lifecycle policy job in the one job shape (lakewarden.jobs.shape). A dry run writes
     its stats at once; a run records how its sweep ended in the ledger, then writes its stats."""
 
     name = JOB
 
-    def read_inputs(self, args: argparse.Namespace) -> LifecyclePolicy:
-        return load_lifecycle_policy(args.policy)  # bad policy: exit 2 before Spark starts
+    def read_inputs(self, options: LifecycleOptions, run: "RunOptions") -> LifecyclePolicy:
+        return load_lifecycle_policy(options.policy)  # bad policy: exit 2 before Spark starts
 
-    def mark(self, context: JobContext, inputs: LifecyclePolicy, args: argparse.Namespace) -> LifecycleResult:
+    def mark(self, context: JobContext, inputs: LifecyclePolicy, options: LifecycleOptions) -> LifecycleResult:
         # the ledger and the policy history are read, then appended: one writer at a time
         with state_lock(context.state, f"lifecycle run {context.run_id}"):
-            return mark_lifecycle(context, inputs, potential_mode=args.potential_commits, full=args.full, report_dir=args.report)
+            return mark_lifecycle(context, inputs, potential_mode=options.potential_commits, full=options.full, report_dir=context.report_dir)
 
     def describe(self, marked: LifecycleResult) -> list[str]:
         return describe_result(marked)
@@ -121,7 +149,7 @@ class Lifecycle(Job[LifecyclePolicy, LifecycleResult]):
 
 
 def run_lifecycle(args: argparse.Namespace) -> int:
-    return run_job(Lifecycle(), args)
+    return run_job(Lifecycle(), run_options_from_args(args), lifecycle_options_from_args(args)).exit_status
 
 
 class RunLedger:

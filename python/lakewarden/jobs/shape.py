@@ -6,18 +6,23 @@ embedded or cluster Spark and writes its report (a frozen result), and hands the
 to the one sweep. This module owns the order of the phases, the lines printed after each, and how
 a sweep's outcome becomes the exit status, so the three jobs cannot drift apart again.
 
-    inputs  = job.read_inputs(args)            # no Spark yet
-    context = start_job(args, job.name)        # clock, Spark, snapshot read in place
-    marked  = job.mark(context, inputs, args)  # dbt models -> report directory (frozen result)
-    if dry run: job.after_dry_run(...)         # e.g. lifecycle's stats
+    inputs  = job.read_inputs(options, run)       # no Spark yet
+    context = start_job(run, job.name)            # clock, Spark, snapshot read in place
+    marked  = job.mark(context, inputs, options)  # dbt models -> report directory (frozen result)
+    if dry run: job.after_dry_run(...)            # e.g. lifecycle's stats
     else:       outcome = sweep(report); job.after_sweep(..., outcome)
+    return JobOutcome(...)                        # frozen: what the run did
+
+``run`` is the :class:`~lakewarden.jobs.options.RunOptions` every job takes, ``options`` the
+job's own frozen options: the Python API (lakewarden.api) passes them as given, the command line
+builds them from its arguments first.
 """
 
 from __future__ import annotations
 
-import argparse
+import logging
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -25,8 +30,12 @@ from lakewarden.errors import error_line
 from lakewarden.jobs.common import JobContext, start_job
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lakewarden.jobs.options import RunOptions
     from lakewarden.stores import StoreOptions
 
+log = logging.getLogger(__name__)
+
+OptionsT = TypeVar("OptionsT")
 InputsT = TypeVar("InputsT")
 MarkedT = TypeVar("MarkedT", bound="Marked")
 
@@ -52,16 +61,38 @@ class SweepOutcome:
     error: str | None
 
 
-class Job(Generic[InputsT, MarkedT]):
+@dataclass(frozen=True)
+class JobOutcome:
+    """What one job run did: the Python API's answer (the command line prints the same and
+    exits with :attr:`exit_status`)."""
+
+    job: str
+    run_id: str
+    dry_run: bool
+    #: the report directory (summary.json, addresses, report.html)
+    report: Path
+    num_marked: int
+    #: the job's own frozen mark result (e.g. lakewarden.jobs.lifecycle.LifecycleResult)
+    marked: Any
+    #: how the sweep ended; None for a dry run
+    swept: SweepOutcome | None = None
+
+    @property
+    def exit_status(self) -> int:
+        """0 when everything marked was deleted (or a dry run), 1 when some deletes failed."""
+        return 0 if self.swept is None or self.swept.success else 1
+
+
+class Job(Generic[OptionsT, InputsT, MarkedT]):
     """A job's phases. Subclasses set ``name`` and implement ``read_inputs`` and ``mark``."""
 
     name: str
 
-    def read_inputs(self, args: argparse.Namespace) -> InputsT:
+    def read_inputs(self, options: OptionsT, run: "RunOptions") -> InputsT:
         """Validate the job's own inputs before Spark starts (raise BadInput)."""
         raise NotImplementedError
 
-    def mark(self, context: JobContext, inputs: InputsT, args: argparse.Namespace) -> MarkedT:
+    def mark(self, context: JobContext, inputs: InputsT, options: OptionsT) -> MarkedT:
         """Run the mark models and write the report; delete nothing."""
         raise NotImplementedError
 
@@ -69,17 +100,10 @@ class Job(Generic[InputsT, MarkedT]):
         """The lines printed after the mark phase (the report path is printed by run_job)."""
         return []
 
-    def store_options(self, args: argparse.Namespace) -> "StoreOptions":
-        """Where the namespace's store is: every job's store options (``--s3-*``, ``--azure-*``,
-        ``--gcs-*``, ``--local-blockstore``), else the SDKs' variables. A malformed one is bad input."""
-        from lakewarden.stores import store_options_from_args
-
-        return store_options_from_args(args)
-
-    def deleter_options(self, inputs: InputsT, args: argparse.Namespace) -> dict[str, Any]:
+    def deleter_options(self, inputs: InputsT, run: "RunOptions") -> dict[str, Any]:
         """Options for the storage backend of the sweep, for whatever store the namespace is on
         (:meth:`lakewarden.stores.StoreOptions.deleter_options`: S3's keep their old names)."""
-        return self.store_options(args).deleter_options()
+        return run.store.deleter_options()
 
     def after_dry_run(self, context: JobContext, inputs: InputsT, marked: MarkedT) -> None:
         """Bookkeeping after a dry run (nothing by default)."""
@@ -88,41 +112,53 @@ class Job(Generic[InputsT, MarkedT]):
         """Bookkeeping after the sweep, also when it stopped part-way (nothing by default)."""
 
 
-def run_job(job: Job[Any, Any], args: argparse.Namespace) -> int:
-    """The phases in order; exit 0 when everything marked was deleted (or a dry run), 1 when the
-    sweep failed for some addresses or stopped part-way (the report says which)."""
+def run_job(job: Job[OptionsT, Any, Any], run: "RunOptions", options: OptionsT, *, echo: bool = True) -> JobOutcome:
+    """The phases in order. A sweep that failed for some addresses or stopped part-way is
+    :attr:`JobOutcome.exit_status` 1 (the report says which); bad input raises BadInput before
+    anything is written, a job that fails part-way a LakewardenError.
+
+    ``echo``: the lines a person reads (what was marked, the report's path, the sweep's counts)
+    go to stdout, as the command prints them; otherwise to this module's log at INFO (the
+    Python API: a library does not print)."""
+
+    def say(line: str) -> None:
+        if echo:
+            print(line, file=sys.stdout)
+        else:
+            log.info("%s", line)
+
     from lakewarden.runtime.project import SENT
     from lakewarden.runtime.spark_session import spark_jobs_started
 
-    inputs = job.read_inputs(args)
-    options = job.store_options(args)  # a malformed option: exit 2 before Spark starts
-    context = start_job(args, job.name)
+    inputs = job.read_inputs(options, run)
+    context = start_job(run, job.name)
     from lakewarden.stores import check_store_options
 
     # options that cannot address the namespace (an Azure endpoint of another account): exit 2
     # naming the option, before anything is listed, marked or written
-    check_store_options(context.storage_namespace, with_blockstore(options, context)).close()
+    check_store_options(context.storage_namespace, with_blockstore(run.store, context)).close()
     queries, jobs = SENT["queries"], spark_jobs_started(context.spark)
-    marked = job.mark(context, inputs, args)
+    marked = job.mark(context, inputs, options)
     work = {"dbt_queries": SENT["queries"] - queries}
     after = spark_jobs_started(context.spark)
     if jobs is not None and after is not None:
         work["spark_jobs"] = after - jobs
     marked.report.update(**work)
     for line in job.describe(marked):
-        print(line, file=sys.stdout)
-    print("work: " + ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in work.items()), file=sys.stdout)
+        say(line)
+    say("work: " + ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in work.items()))
     directory = Path(marked.report.directory)
-    print(f"report: {directory}", file=sys.stdout)
+    say(f"report: {directory}")
     if (directory / "report.html").exists():
-        print(f"report page: {directory / 'report.html'}", file=sys.stdout)
+        say(f"report page: {directory / 'report.html'}")
+    done = JobOutcome(job=job.name, run_id=context.run_id, dry_run=context.dry_run, report=directory, num_marked=marked.num_marked, marked=marked)
     if context.dry_run:
         job.after_dry_run(context, inputs, marked)
-        return 0
+        return done
     from lakewarden.sweep import SweepFailed, sweep_report
 
     try:
-        result = sweep_report(context.spark, directory, deleter_options=job.deleter_options(inputs, args))
+        result = sweep_report(context.spark, directory, deleter_options=job.deleter_options(inputs, run))
     except SweepFailed as exc:
         job.after_sweep(context, inputs, marked, SweepOutcome(False, 0, 0, None, error_line(exc)))
         raise
@@ -134,18 +170,16 @@ def run_job(job: Job[Any, Any], args: argparse.Namespace) -> int:
         error=None if result.success else f"{result.num_failed} deletes failed (see {result.outcomes_csv})",
     )
     job.after_sweep(context, inputs, marked, outcome)
-    print(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed", file=sys.stdout)
+    say(f"swept: {outcome.num_deleted} deleted, {outcome.num_failed} failed")
     note = result.recoverability_note()
     if note:
-        print(note, file=sys.stdout)
-    return 0 if outcome.success else 1
+        say(note)
+    return replace(done, swept=outcome)
 
 
 def with_blockstore(options: "StoreOptions", context: JobContext) -> "StoreOptions":
     """``options`` with the local:// namespace's blockstore directory the job resolved (the one
     place this is decided: the check before a job marks, lakewarden gc, sweep --mark-id)."""
-    from dataclasses import replace
-
     if context.local_blockstore and not options.local_blockstore:
         return replace(options, local_blockstore=context.local_blockstore)
     return options

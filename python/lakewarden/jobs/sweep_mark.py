@@ -49,18 +49,19 @@ def add_mark_options(parser: argparse.ArgumentParser) -> None:
 def run_mark(args: argparse.Namespace) -> int:
     """Read lakeFS's mark, re-check it, write a report directory, sweep it."""
     from lakewarden.gc_rules import load_gc_rules
-    from lakewarden.jobs.common import start_job
+    from dataclasses import replace
+
+    from lakewarden.jobs.common import run_options_from_args, start_job
     from lakewarden.jobs.shape import with_blockstore
     from lakewarden.stores import check_store_options
-    from lakewarden.stores.options import store_options_from_args
     from lakewarden.stores.marks import mark_prefix, read_mark
 
     if args.report is not None and (Path(args.report) / "summary.json").exists():
         raise BadInput("already holds a report; choose an empty directory", source=str(args.report), field="--report")
     rules = load_gc_rules(args.rules) if args.rules else None  # bad rules: before anything starts
-    options = store_options_from_args(args)
-    job_args = argparse.Namespace(**{**vars(args), "dry_run": True})  # the re-check only reads
-    context = start_job(job_args, JOB)
+    run = replace(run_options_from_args(args), dry_run=True)  # the re-check only reads
+    context = start_job(run, JOB)
+    options = run.store
     context.dry_run = args.dry_run
     options = with_blockstore(options, context)
     # every file of the mark is read and checked before anything is written or deleted
