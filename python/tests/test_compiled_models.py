@@ -140,6 +140,46 @@ def test_views_tables_python_models_and_tests_run_in_dependency_order(spark, con
     assert spark.catalog.getTable("runner_test.evens").tableType == "VIEW"
 
 
+HELD_PYTHON_MODEL = PYTHON_MODEL.replace('dbt.ref("numbers")', 'dbt.ref("int_numbers")')
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_the_small_form_holds_intermediates_in_memory_with_the_same_rows(spark, concurrency):
+    """hold_intermediates: an int_ table is a local checkpoint under a temporary view the later
+    nodes, Python models and tests read; a mart stays a table; an int_ table a view reads stays
+    a table (a catalog view cannot read a temporary one), and one held by an earlier build
+    becomes a table when a view that reads it comes."""
+    for name in ("int_numbers", "int_evens", "int_for_view", "evens_mart", "tens_mart", "a_view", "late_view"):
+        if spark.catalog.tableExists(f"runner_test.{name}"):  # the other parameter's
+            kind = spark.catalog.getTable(f"runner_test.{name}").tableType
+            spark.sql(f"drop {'view' if kind == 'VIEW' else 'table'} runner_test.{name}")
+    runner = ModelRunner(spark, concurrency=concurrency, hold_intermediates=True)
+    numbers = _node("int_numbers", "select id as n from range(6)", materialized="table")
+    evens = _node("int_evens", "select n from runner_test.int_numbers where n % 2 = 0", materialized="table", depends_on=[numbers.unique_id])
+    for_view = _node("int_for_view", "select n + 100 as n from runner_test.int_numbers", materialized="table", depends_on=[numbers.unique_id])
+    a_view = _node("a_view", "select n from runner_test.int_for_view", depends_on=[for_view.unique_id])
+    mart = _node("evens_mart", "select e.n from runner_test.int_evens e join runner_test.int_numbers n on e.n = n.n", materialized="table",
+                 depends_on=[evens.unique_id, numbers.unique_id])
+    tens = _node("tens_mart", HELD_PYTHON_MODEL, materialized="table", language="python", depends_on=[numbers.unique_id])
+    check = _node("no_odd_in_mart", "select * from runner_test.int_evens where n % 2 = 1", kind="test", depends_on=[evens.unique_id])
+    result = runner.build([numbers, evens, for_view, a_view, mart, tens, check])
+    assert set(result.executed) == {"int_numbers", "int_evens", "int_for_view", "a_view", "evens_mart", "tens_mart", "no_odd_in_mart"}
+
+    assert runner.relation("runner_test.int_numbers") == "runner_test__int_numbers"
+    assert not spark.catalog.tableExists("runner_test.int_numbers"), "a held intermediate writes no table"
+    assert sorted(r.n for r in spark.table(runner.relation("runner_test.int_evens")).collect()) == [0, 2, 4]
+    assert sorted(r.n for r in spark.table("runner_test.evens_mart").collect()) == [0, 2, 4]
+    assert spark.catalog.getTable("runner_test.evens_mart").tableType != "VIEW"
+    assert sorted(r.n for r in spark.table("runner_test.tens_mart").collect()) == [0, 10, 20, 30, 40, 50]
+    assert runner.relation("runner_test.int_for_view") == "runner_test.int_for_view", "a view reads it: a table"
+    assert sorted(r.n for r in spark.table("runner_test.a_view").collect()) == [100, 101, 102, 103, 104, 105]
+
+    late = _node("late_view", "select count(*) as n from runner_test.int_evens", depends_on=[evens.unique_id])
+    runner.build([late])
+    assert runner.relation("runner_test.int_evens") == "runner_test.int_evens"
+    assert spark.table("runner_test.late_view").first().n == 3
+
+
 @pytest.mark.parametrize("concurrency", [1, 2])
 def test_a_failing_safety_test_fails_the_build_and_a_warning_one_does_not(spark, concurrency):
     runner = ModelRunner(spark, concurrency=concurrency)

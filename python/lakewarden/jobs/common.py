@@ -189,7 +189,8 @@ class JobContext:
         }
 
     def table(self, name: str):
-        return self.spark.table(f"{MODEL_SCHEMA}.{name}")
+        """A model's rows: its table, or where the runner holds it (a small snapshot's intermediates)."""
+        return self.spark.table(self.model_runner().relation(f"{MODEL_SCHEMA}.{name}"))
 
     def branch_ids(self) -> list[str]:
         """The snapshot's branch names (a rule naming another branch is worth a warning), read
@@ -244,16 +245,17 @@ class JobContext:
 
     def model_runner(self) -> "ModelRunner":
         """This run's model runner, made on first use and kept (a node executed once is not
-        executed again): range lists as literals on a large snapshot only, and
-        :data:`~lakewarden.runtime.compiled_models.NODES_AT_ONCE` nodes at once."""
+        executed again), :data:`~lakewarden.runtime.compiled_models.NODES_AT_ONCE` nodes at once.
+        A large snapshot's run puts range lists in as literals; a small one's holds its
+        intermediate tables in the session's memory instead of writing them (both forms:
+        lakewarden.runtime.compiled_models)."""
         from lakewarden.runtime.compiled_models import NODES_AT_ONCE, RANGE_LISTS_FROM_BYTES, ModelRunner
         from lakewarden.runtime.spark_session import ranges_bytes
 
         if self.models is None:
             size = ranges_bytes(self.snapshot_dir)
-            self.models = ModelRunner(
-                self.spark, range_lists=size is None or size >= RANGE_LISTS_FROM_BYTES, concurrency=NODES_AT_ONCE
-            )
+            small = size is not None and size < RANGE_LISTS_FROM_BYTES
+            self.models = ModelRunner(self.spark, range_lists=not small, concurrency=NODES_AT_ONCE, hold_intermediates=small)
         return self.models
 
     def build_models(
@@ -276,10 +278,12 @@ class JobContext:
 
         runner = self.model_runner()
         nodes = compile_selection(selection, state=self.state, variables=self.dbt_vars(**variables))
+        whole = None
         if only_upstream_of is not None:
+            whole = nodes
             nodes = upstream_of(nodes, only_upstream_of)
             selection = f"{selection} (up to {', '.join(only_upstream_of)})"
-        result = runner.build(nodes, label=selection, locations=locations)
+        result = runner.build(nodes, label=selection, locations=locations, selection=whole)
         SENT["queries"] += result.statements
         log.info(
             "models %s: %d executed, %d already built, %d statements in %.1fs",
