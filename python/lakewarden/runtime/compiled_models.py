@@ -10,6 +10,8 @@ materialization needs:
 
 * ``view``: ``CREATE OR REPLACE VIEW`` (a catalog entry, no Spark job);
 * ``table``: ``CREATE TABLE ... USING <file_format> AS`` (Parquet in the process's warehouse);
+  on a small snapshot an ``int_`` table is held in the session's memory instead (a local
+  checkpoint under a temporary view the later nodes read: :meth:`ModelRunner._hold`);
 * a Python model: dbt's own recipe from the compiled file (``dbt = dbtObj(spark.table);
   df = model(dbt, spark)``), then the frame saved as the table;
 * a singular data test: dbt's test query (``fail_calc``, ``warn_if``, ``error_if``, severity);
@@ -292,7 +294,7 @@ class ModelRunner:
         import threading
 
         self.spark = spark
-        #: small form (:func:`held_intermediates`): ``int_`` tables kept in the session's memory
+        #: the small form (:meth:`_hold`): ``int_`` tables kept in the session's memory, not written
         self.hold_intermediates = hold_intermediates
         #: relation (``schema.int_x``) -> the temporary view holding it in this session
         self._held: dict[str, str] = {}
