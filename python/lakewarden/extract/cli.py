@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.extract.core import ExtractResult
     from lakewarden.stores.options import StoreOptions
 
-__all__ = ["register", "add_lakefs_arguments", "add_s3_arguments", "extract_from_args", "extract_source"]
+__all__ = ["register", "add_lakefs_arguments", "add_s3_arguments", "extract_from_args", "extract_source", "lakefs_source_from_args"]
 
 
 def add_lakefs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,18 +66,31 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.set_defaults(func=_run)
 
 
+def lakefs_source_from_args(args: argparse.Namespace) -> "LakeFSSource | None":
+    """:func:`add_lakefs_arguments` as a :class:`~lakewarden.extract.config.LakeFSSource`
+    (None without ``--repo``): the ``extract`` command and every job's command line."""
+    from lakewarden.extract.config import LakeFSSource
+
+    if not getattr(args, "repo", None):
+        return None
+    cache_dir = getattr(args, "cache_dir", None)
+    return LakeFSSource(
+        repo=args.repo,
+        endpoint=getattr(args, "lakefs_endpoint", None),
+        cache_dir=Path(cache_dir) if cache_dir else None,
+        jobs=max(1, getattr(args, "jobs", 1) or 1),
+    )
+
+
 def extract_from_args(args: argparse.Namespace, *, out: Path, force: bool) -> "ExtractResult":
     """Run an extract from parsed ``add_lakefs_arguments`` options (the ``extract`` command)."""
     from lakewarden.errors import BadInput
-    from lakewarden.extract.config import LakeFSSource
     from lakewarden.stores.options import store_options_from_args
 
-    if not args.repo:
+    source = lakefs_source_from_args(args)
+    if source is None:
         raise BadInput("missing --repo NAME", field="--repo")
     store = store_options_from_args(args)  # a malformed option: exit 2 before lakeFS is asked
-    source = LakeFSSource(
-        repo=args.repo, endpoint=args.lakefs_endpoint, cache_dir=Path(args.cache_dir) if args.cache_dir else None, jobs=max(1, args.jobs)
-    )
     return extract_source(source, state=state_dir(args.state), store=store, out=out, force=force)
 
 

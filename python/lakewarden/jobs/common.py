@@ -79,22 +79,14 @@ def check_clock(moment: datetime | None, *, dry_run: bool, wall_clock: datetime 
 def run_options_from_args(args: argparse.Namespace) -> "RunOptions":
     """The command line's :func:`add_job_options` as the API's :class:`RunOptions` (the one
     place a job's parsed arguments become values). A malformed option is bad input (exit 2)."""
-    from lakewarden.jobs.options import LakeFSSource, RunOptions
+    from lakewarden.extract.cli import lakefs_source_from_args
+    from lakewarden.jobs.options import RunOptions
     from lakewarden.stores.options import store_options_from_args
 
     store = store_options_from_args(args)  # a malformed store option: exit 2 before Spark starts
-    lakefs = None
-    if getattr(args, "repo", None):
-        cache_dir = getattr(args, "cache_dir", None)
-        lakefs = LakeFSSource(
-            repo=args.repo,
-            endpoint=getattr(args, "lakefs_endpoint", None),
-            cache_dir=Path(cache_dir) if cache_dir else None,
-            jobs=max(1, getattr(args, "jobs", 1) or 1),
-        )
     return RunOptions(
         snapshot=args.snapshot,
-        lakefs=lakefs,
+        lakefs=lakefs_source_from_args(args),
         now=None if args.now is None else parse_rfc3339(args.now, field="--now"),
         dry_run=args.dry_run,
         report=args.report,
@@ -138,6 +130,8 @@ class JobContext:
     models: "ModelRunner | None" = None
     #: the report directory asked for (None: the job's default under the namespace)
     report_dir: Path | None = None
+    #: bytes of the snapshot's range rows (spark_session.ranges_bytes; None: unknown): the run's size
+    ranges_bytes: int | None = None
 
     def report_fields(self) -> dict[str, str]:
         """Where the snapshot and the state dir are, for the summary: report.html and
@@ -250,11 +244,9 @@ class JobContext:
         intermediate tables in the session's memory instead of writing them (both forms:
         lakewarden.runtime.compiled_models)."""
         from lakewarden.runtime.compiled_models import NODES_AT_ONCE, RANGE_LISTS_FROM_BYTES, ModelRunner
-        from lakewarden.runtime.spark_session import ranges_bytes
 
         if self.models is None:
-            size = ranges_bytes(self.snapshot_dir)
-            small = size is not None and size < RANGE_LISTS_FROM_BYTES
+            small = self.ranges_bytes is not None and self.ranges_bytes < RANGE_LISTS_FROM_BYTES
             self.models = ModelRunner(self.spark, range_lists=not small, concurrency=NODES_AT_ONCE, hold_intermediates=small)
         return self.models
 
@@ -343,8 +335,9 @@ def start_job(run: "RunOptions", job: str) -> JobContext:
             field="--now",
         )
     spark = starter.session()
+    size = ranges_bytes(snapshot_dir)
     # interpreted expressions on a small snapshot, generated code on a large one (spark_session)
-    suit_expressions_to_size(spark, ranges_bytes(snapshot_dir))
+    suit_expressions_to_size(spark, size)
     snapshot = register_snapshot(spark, checked, schema=SNAPSHOT_SCHEMA)
     return JobContext(
         job=job,
@@ -359,4 +352,5 @@ def start_job(run: "RunOptions", job: str) -> JobContext:
         snapshot_dir=snapshot_dir,
         snapshot_fingerprint=checked.fingerprint,
         report_dir=run.report,
+        ranges_bytes=size,
     )

@@ -61,9 +61,8 @@ def run_mark(args: argparse.Namespace) -> int:
     rules = load_gc_rules(args.rules) if args.rules else None  # bad rules: before anything starts
     run = replace(run_options_from_args(args), dry_run=True)  # the re-check only reads
     context = start_job(run, JOB)
-    options = run.store
     context.dry_run = args.dry_run
-    options = with_blockstore(options, context)
+    options = with_blockstore(run.store, context)
     # every file of the mark is read and checked before anything is written or deleted
     scratch = context.state / "work" / f"lakefs-mark-{context.run_id}"
     with check_store_options(context.storage_namespace, options) as store:

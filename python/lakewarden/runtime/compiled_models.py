@@ -459,13 +459,9 @@ class ModelRunner:
         assert node.relation is not None
         view = node.relation.replace(".", "__")
         if node.language == "python":
-            self._count(1)
-            frame = None
-        else:
-            frame = self._sql(node.code, node)  # counted, the held ones it reads put in
+            self._count(1)  # _sql counts a SQL node's statement
         try:
-            if frame is None:
-                frame = self._python_frame(node)
+            frame = self._python_frame(node) if node.language == "python" else self._sql(node.code, node)
             frame.localCheckpoint(eager=True).createOrReplaceTempView(view)
         except LakewardenError:
             raise
