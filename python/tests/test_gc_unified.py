@@ -29,7 +29,9 @@ from fake_lakefs import KEY, SECRET, FakeLakeFS, LocalNamespace, Namespace, serv
 from lakewarden.cli import main
 from test_stores_e2e import make_store, server  # noqa: F401 - server: a fixture (the stores' local servers)
 
-pytestmark = pytest.mark.spark
+# second_process: the embedded step is the command's longest by minutes; this module's ~2.5 min
+# (four stores) run beside it instead, on a session of the second process's own (conftest.py)
+pytestmark = [pytest.mark.spark, pytest.mark.second_process]
 
 RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 10}, {"branch_id": "dev", "retention_days": 7}]}
 EXPIRED = {"file_2", "file_5", "file_9"}  # expired commits only
