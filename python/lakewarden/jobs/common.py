@@ -319,7 +319,18 @@ def start_job(run: "RunOptions", job: str) -> JobContext:
     # the JVM's compiler suits the run's size (spark_session.jit_mode): the snapshot given, or
     # the one the last extract of this repository left (a first extract starts quick)
     hint = run.snapshot if run.snapshot is not None else (state / "snapshots" / run.lakefs.repo if run.lakefs else None)
+    if hint is None:
+        resolve_snapshot(run, state)  # neither a snapshot nor a repository: BadInput before any JVM starts
     starter = SparkStarter(state, jit=jit_mode(ranges_bytes(hint)))  # a bad LAKEWARDEN_JVM_JIT exits 2 here
+    try:
+        return _started_job(run, job, now, state, starter)
+    except BaseException:
+        starter.abandon()  # bad input, an extract that failed, Ctrl-C: no JVM left behind for nothing
+        raise
+
+
+def _started_job(run: "RunOptions", job: str, now: datetime, state: Path, starter: SparkStarter) -> JobContext:
+    """start_job's part that runs while the JVM boots, and the snapshot's registration after."""
     snapshot_dir = resolve_snapshot(run, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark is needed
     from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it

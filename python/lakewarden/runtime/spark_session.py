@@ -288,22 +288,45 @@ class SparkStarter:
     """Starts the session on a background thread, so the JVM boots (~6 s) while the main thread
     reads and validates the job's inputs and imports dbt; ``session()`` waits for it.
 
-    A job that fails on bad input never waits: the thread is a daemon and the JVM exits with
-    this process."""
+    A job that fails on bad input never waits: it calls :meth:`abandon`, and a session this
+    starter created is stopped as soon as it is up. A command's process would end anyway, but a
+    long-lived one (a Python API caller: an Airflow worker, a notebook) keeps no JVM it never
+    used; a session that was there before (the caller's own) is left alone."""
 
     def __init__(self, state: Path, *, jit: str = "full") -> None:
         self._state = state
         self._jit = jit
+        self._lock = threading.Lock()
         self._result: "SparkSession | None" = None
+        self._created = False
+        self._abandoned = False
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="lakewarden-spark-start", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        from pyspark import SparkContext
+
+        existed = SparkContext._active_spark_context is not None  # noqa: SLF001 - the only way to ask
         try:
-            self._result = get_or_create(self._state, jit=self._jit)
+            session = get_or_create(self._state, jit=self._jit)
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread by session()
             self._error = exc
+            return
+        with self._lock:
+            self._result, self._created = session, not existed
+            stop = self._abandoned and self._created
+        if stop:
+            session.stop()
+
+    def abandon(self) -> None:
+        """The job failed before it needed Spark: stop the session this starter created, now if
+        it is up, else as soon as it is (without waiting for it here)."""
+        with self._lock:
+            self._abandoned = True
+            session = self._result if self._created else None
+        if session is not None:
+            session.stop()
 
     def session(self) -> "SparkSession":
         self._thread.join()
