@@ -43,22 +43,34 @@ say "ruff check python benchmarks"
 say "lint-imports (the import contracts of pyproject.toml)"
 .venv/bin/lint-imports --no-cache pyproject.toml >/dev/null || .venv/bin/lint-imports --no-cache pyproject.toml
 
+# A command run behind the current step: its output goes to a file, printed by `joined` when
+# it is done (the step in front keeps its own output readable). One at a time.
+behind() {
+    behind_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
+    "$@" >"$behind_log" 2>&1 &
+    behind_pid=$!
+    # interrupted: the command behind stops as on Ctrl-C (pytest's fixtures stop what they started)
+    trap 'kill -INT "$behind_pid" 2>/dev/null || true' EXIT INT TERM
+}
+joined() {  # joined NAME: wait for the command behind, print its output; its exit status
+    local status=0
+    wait "$behind_pid" || status=$?
+    trap - EXIT INT TERM
+    say "$1"
+    cat "$behind_log"
+    rm -f "$behind_log"
+    return "$status"
+}
+
 # mypy (~30 s without its cache) and sqlfluff (~40 s: it renders every model through dbt) each
-# keep one core busy: side by side they take the longer one's time, not the sum. Their output is
-# printed in this order when both are done; the command fails if either does.
-say "mypy (pyproject.toml's [tool.mypy]) and beside it sqlfluff lint models tests"
-mypy_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-mypy.XXXXXX")"
-.venv/bin/mypy >"$mypy_log" 2>&1 &
-mypy_pid=$!
-trap 'kill "$mypy_pid" 2>/dev/null || true' EXIT INT TERM
+# keep one core busy: side by side they take the longer one's time, not the sum. The command
+# fails if either does.
+say "sqlfluff lint models tests, and behind it mypy (pyproject.toml's [tool.mypy])"
+behind .venv/bin/mypy
 sqlfluff_status=0
 .venv/bin/sqlfluff lint models tests --processes 1 || sqlfluff_status=$?
 mypy_status=0
-wait "$mypy_pid" || mypy_status=$?
-trap - EXIT INT TERM
-say "mypy's output"
-cat "$mypy_log"
-rm -f "$mypy_log"
+joined "mypy's output" || mypy_status=$?
 [ "$mypy_status" -eq 0 ] || exit "$mypy_status"
 [ "$sqlfluff_status" -eq 0 ] || exit "$sqlfluff_status"
 
@@ -96,20 +108,12 @@ step() {
 say "pytest: serial tests"
 step .venv/bin/pytest -m "$(selection serial)" "${args[@]}"
 
-others_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests-others.XXXXXX")"
-say "pytest: the embedded Spark tests, and beside them the others (their output follows)"
-.venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" >"$others_log" 2>&1 &
-others=$!
-# interrupted: the other pytest stops as on Ctrl-C, its fixtures stopping what they started
-trap 'kill -INT "$others" 2>/dev/null || true' EXIT INT TERM
+say "pytest: the embedded Spark tests, and behind them the others (their output follows)"
+behind .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}"
 embedded_status=0
 step .venv/bin/pytest -m "$(selection "embedded and not serial")" "${args[@]}" || embedded_status=$?
 others_status=0
-step wait "$others" || others_status=$?
-trap - EXIT INT TERM
-say "pytest: the others"
-cat "$others_log"
-rm -f "$others_log"
+step joined "pytest: the others" || others_status=$?
 [ "$others_status" -eq 0 ] || exit "$others_status"
 [ "$embedded_status" -eq 0 ] || exit "$embedded_status"
 if [ "$ran" -eq 0 ]; then
