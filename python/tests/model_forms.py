@@ -1,12 +1,13 @@
 """The two forms a job run may take for the same rows, chosen by the repository's size, forced
 in tests so both meet the oracles on the suite's small repositories:
 
-* range lists (lakewarden.runtime.compiled_models.RANGE_LISTS_FROM_BYTES): a list query's ids put in as
-  literals, or the subquery as written;
+* range lists: a list query's ids put in as literals, or the subquery as written, and
+  intermediate tables written, or held in the session's memory;
 * an optimized uncommitted run's listing kept to the considered objects before it is written
   (lakewarden.jobs.gc_uncommitted.KEEP_CONSIDERED_OF_LISTINGS), or written as listed;
-* expressions in Spark's generated code, or interpreted
-  (lakewarden.runtime.spark_session.GENERATED_CODE_FROM_BYTES).
+* expressions in Spark's generated code, or interpreted.
+
+The first and the last switch at one size (lakewarden.runtime.spark_session.SMALL_SNAPSHOT_BYTES).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from typing import Iterator
 from unittest import mock
 
-from lakewarden.runtime import compiled_models, spark_session
+from lakewarden.runtime import spark_session
 from lakewarden.jobs import gc_uncommitted
 
 
@@ -23,8 +24,7 @@ from lakewarden.jobs import gc_uncommitted
 def large_repository_forms(on: bool = True) -> Iterator[None]:
     """Within the block, jobs run in the forms of a large repository (``on``) or of a small one."""
     with (
-        mock.patch.object(compiled_models, "RANGE_LISTS_FROM_BYTES", 0 if on else 1 << 62),
+        mock.patch.object(spark_session, "SMALL_SNAPSHOT_BYTES", 0 if on else 1 << 62),
         mock.patch.object(gc_uncommitted, "KEEP_CONSIDERED_OF_LISTINGS", on),
-        mock.patch.object(spark_session, "GENERATED_CODE_FROM_BYTES", 0 if on else 1 << 62),
     ):
         yield

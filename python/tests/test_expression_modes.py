@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lakewarden.runtime import spark_session
-from lakewarden.runtime.spark_session import GENERATED_CODE_FROM_BYTES, suit_expressions_to_size
+from lakewarden.runtime.spark_session import SMALL_SNAPSHOT_BYTES, suit_expressions_to_size
 
 pytestmark = pytest.mark.spark
 
@@ -41,7 +41,7 @@ def test_small_is_interpreted_large_is_generated_and_the_rows_are_the_same(spark
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
         small_rows, small_plan = rows_and_plan(spark)
 
-        assert suit_expressions_to_size(spark, GENERATED_CODE_FROM_BYTES) is False
+        assert suit_expressions_to_size(spark, SMALL_SNAPSHOT_BYTES) is False
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
         large_rows, large_plan = rows_and_plan(spark)
     finally:

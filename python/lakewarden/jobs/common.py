@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.runtime.spark_session import SparkStarter, jit_mode, ranges_bytes, suit_expressions_to_size
+from lakewarden.runtime.spark_session import SparkStarter, is_small_snapshot, jit_mode, ranges_bytes, suit_expressions_to_size
 from lakewarden.runtime.state_dir import add_state_option, state_dir
 from lakewarden.timestamps import parse_rfc3339, rfc3339
 
@@ -243,10 +243,10 @@ class JobContext:
         A large snapshot's run puts range lists in as literals; a small one's holds its
         intermediate tables in the session's memory instead of writing them (both forms:
         lakewarden.runtime.compiled_models)."""
-        from lakewarden.runtime.compiled_models import NODES_AT_ONCE, RANGE_LISTS_FROM_BYTES, ModelRunner
+        from lakewarden.runtime.compiled_models import NODES_AT_ONCE, ModelRunner
 
         if self.models is None:
-            small = self.ranges_bytes is not None and self.ranges_bytes < RANGE_LISTS_FROM_BYTES
+            small = is_small_snapshot(self.ranges_bytes)
             self.models = ModelRunner(self.spark, range_lists=not small, concurrency=NODES_AT_ONCE, hold_intermediates=small)
         return self.models
 
@@ -321,16 +321,22 @@ def start_job(run: "RunOptions", job: str) -> JobContext:
     hint = run.snapshot if run.snapshot is not None else (state / "snapshots" / run.lakefs.repo if run.lakefs else None)
     if hint is None:
         resolve_snapshot(run, state)  # neither a snapshot nor a repository: BadInput before any JVM starts
-    starter = SparkStarter(state, jit=jit_mode(ranges_bytes(hint)))  # a bad LAKEWARDEN_JVM_JIT exits 2 here
+    hint_size = ranges_bytes(hint)
+    starter = SparkStarter(state, jit=jit_mode(hint_size))  # a bad LAKEWARDEN_JVM_JIT exits 2 here
+    # a snapshot given is the one the job reads: its size is known; an extract writes a new one
+    size = hint_size if run.snapshot is not None else None
     try:
-        return _started_job(run, job, now, state, starter)
+        return _started_job(run, job, now, state, starter, size)
     except BaseException:
         starter.abandon()  # bad input, an extract that failed, Ctrl-C: no JVM left behind for nothing
         raise
 
 
-def _started_job(run: "RunOptions", job: str, now: datetime, state: Path, starter: SparkStarter) -> JobContext:
-    """start_job's part that runs while the JVM boots, and the snapshot's registration after."""
+def _started_job(
+    run: "RunOptions", job: str, now: datetime, state: Path, starter: SparkStarter, size: int | None
+) -> JobContext:
+    """start_job's part that runs while the JVM boots, and the snapshot's registration after.
+    ``size``: the snapshot's range rows in bytes when already known (None: stat it here)."""
     snapshot_dir = resolve_snapshot(run, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark is needed
     from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it
@@ -346,7 +352,8 @@ def _started_job(run: "RunOptions", job: str, now: datetime, state: Path, starte
             field="--now",
         )
     spark = starter.session()
-    size = ranges_bytes(snapshot_dir)
+    if size is None:
+        size = ranges_bytes(snapshot_dir)
     # interpreted expressions on a small snapshot, generated code on a large one (spark_session)
     suit_expressions_to_size(spark, size)
     snapshot = register_snapshot(spark, checked, schema=SNAPSHOT_SCHEMA)

@@ -304,7 +304,11 @@ class ModelRunner:
         self.concurrency = max(1, concurrency)
         self._lock = threading.RLock()
         #: run each range-list subquery first and put its ids in as literals (macros/range_list.sql);
-        #: False keeps every subquery as written: the same rows, one Spark query fewer per list
+        #: False keeps every subquery as written: the same rows, one Spark query fewer per list.
+        #: A small snapshot's run keeps them (spark_session.is_small_snapshot): its reader decodes
+        #: every entry in milliseconds anyway, and each list's own query (0.3-0.6 s on a run's
+        #: cold session) is pure cost; on the demo's sample (170 kB), an optimized uncommitted
+        #: run's models took 0.5-1.2 s longer with the lists
         self.range_lists = range_lists
         self._done: dict[str, str] = {}
         self._schemas: set[str] = set()
@@ -608,12 +612,6 @@ JOINED_RANGE_LIST = re.compile(
 NODES_AT_ONCE = 2
 #: at most this many ids go into a statement as literals; a longer list stays the subquery
 RANGE_LIST_LIMIT = 5000
-#: a job puts range lists in as literals from this many bytes of range rows on
-#: (lakewarden.runtime.spark_session.ranges_bytes: a stat of the snapshot, no read). Below it the reader
-#: decodes every entry in milliseconds anyway, and each list's own query (0.3-0.6 s on a run's
-#: cold session) is pure cost: measured on the demo's sample (170 kB), an optimized uncommitted
-#: run's models took 0.5-1.2 s longer with the lists. Both forms select the same rows.
-RANGE_LISTS_FROM_BYTES = 4 * 1024 * 1024
 
 
 def collect_range_ids(frame: "DataFrame", *, limit: int = RANGE_LIST_LIMIT) -> list[Any] | None:

@@ -107,9 +107,21 @@ def jit_mode(ranges_bytes: int | None = None) -> str:
     return mode
 
 
-#: below this many bytes of range rows (:func:`ranges_bytes`) a job's queries evaluate their
-#: expressions interpreted instead of compiling them (:func:`suit_expressions_to_size`)
-GENERATED_CODE_FROM_BYTES = 4 * 1024 * 1024
+#: A snapshot with fewer bytes of range rows than this (:func:`ranges_bytes`: about 100k
+#: entries) is small, and its run takes the small form everywhere at once: expressions
+#: interpreted instead of compiled (:func:`suit_expressions_to_size`), intermediate tables held
+#: in the session's memory and range lists run as the subqueries they are
+#: (lakewarden.jobs.common.JobContext.model_runner). One size for all three: each pays on a
+#: run of a few dozen short queries over a few thousand rows and costs on millions of rows.
+SMALL_SNAPSHOT_BYTES = 4 * 1024 * 1024
+
+
+def is_small_snapshot(size: int | None) -> bool:
+    """Whether a run reading ``size`` bytes of range rows takes the small form (None: unknown,
+    the large form: it never holds millions of rows in memory by mistake)."""
+    return size is not None and size < SMALL_SNAPSHOT_BYTES
+
+
 #: the session settings :func:`suit_expressions_to_size` chooses, and Spark's defaults for them
 _EXPRESSION_SETTINGS = {
     "spark.sql.codegen.wholeStage": ("false", "true"),
@@ -120,8 +132,8 @@ _settings_before: dict[str, str | None] = {}
 
 
 def suit_expressions_to_size(spark: "SparkSession", size: int | None) -> bool:
-    """Interpreted expressions for a job reading fewer than :data:`GENERATED_CODE_FROM_BYTES`
-    of range rows, Spark's generated code otherwise; returns whether interpreted.
+    """Interpreted expressions for a small snapshot's job (:func:`is_small_snapshot`), Spark's
+    generated code otherwise; returns whether interpreted.
 
     Why: on a small repository a run is a few dozen short queries over a few thousand rows, and
     Spark compiles Java source for every stage of each (Janino, then the JVM's compilers on the
@@ -135,7 +147,7 @@ def suit_expressions_to_size(spark: "SparkSession", size: int | None) -> bool:
     The settings are the session's (a runtime SQL setting): a long-lived session that runs a
     small job and then a large one (the test suite, a notebook) gets each its own; above the
     threshold the values the session had before the first change come back."""
-    interpreted = size is not None and size < GENERATED_CODE_FROM_BYTES
+    interpreted = is_small_snapshot(size)
     for key, (small, default) in _EXPRESSION_SETTINGS.items():
         if key not in _settings_before:
             _settings_before[key] = spark.conf.get(key, None)
