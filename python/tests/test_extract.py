@@ -34,7 +34,7 @@ from fake_lakefs import (
 from lakewarden.cli import main
 from lakewarden.errors import BadInput
 from lakewarden.extract import extract_repository
-from lakewarden.extract.config import LakeFSConfig, api_base_url, resolve_config
+from lakewarden.lakefs.client import resolve_config
 
 FIXTURE_RANGE_ID = "a83af763ba098c15369d9d6d723731eb9ce18b8dfac4f88c6f1287e772393d0e"
 FIXTURE_METARANGE_ID = "f1x7ure0000000000000000000000000000000000000000000000000000000000"
@@ -448,38 +448,6 @@ def test_failed_forced_extract_keeps_the_old_snapshot(
     code, _, err = _extract(capsys, endpoint, out, tmp_path / "cache", "--force")
     assert code == 2 and "metarange no-such-metarange is missing from storage" in err
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
-
-
-# -- configuration ---------------------------------------------------------------------------
-
-
-def test_config_from_lakectl_yaml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    config_file = tmp_path / "lakectl.yaml"
-    config_file.write_text(
-        "credentials:\n  access_key_id: AKIAFILE\n  secret_access_key: file-secret\n"
-        "server:\n  endpoint_url: http://lakefs.example:8000/api/v1\n"
-    )
-    for name in ("LAKECTL_CREDENTIALS_ACCESS_KEY_ID", "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY", "LAKECTL_SERVER_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LAKECTL_CONFIG_FILE", str(config_file))
-    config = resolve_config()
-    assert config == LakeFSConfig("http://lakefs.example:8000/api/v1", "AKIAFILE", "file-secret")
-    assert "file-secret" not in repr(config)
-    monkeypatch.setenv("LAKECTL_CREDENTIALS_ACCESS_KEY_ID", "AKIAENV")
-    assert resolve_config("http://other:8000").access_key_id == "AKIAENV"
-    assert resolve_config("http://other:8000").endpoint == "http://other:8000"
-
-
-def test_no_endpoint_is_bad_input(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("LAKECTL_SERVER_ENDPOINT_URL", raising=False)
-    monkeypatch.setenv("LAKECTL_CONFIG_FILE", str(tmp_path / "absent.yaml"))
-    with pytest.raises(BadInput, match="no lakeFS endpoint"):
-        resolve_config()
-
-
-def test_api_base_url() -> None:
-    assert api_base_url("http://h:8000") == "http://h:8000/api/v1"
-    assert api_base_url("http://h:8000/api/v1/") == "http://h:8000/api/v1"
 
 
 def test_job_needs_a_snapshot_or_a_repository(capsys: pytest.CaptureFixture[str]) -> None:

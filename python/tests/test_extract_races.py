@@ -22,7 +22,7 @@ from fake_lakefs import SCENARIO_NOW, FakeLakeFS, LocalNamespace, Scenario, buil
 from lakewarden.cli import main
 from lakewarden.errors import BadInput
 from lakewarden.extract import extract_repository
-from lakewarden.extract.config import resolve_config
+from lakewarden.lakefs.client import resolve_config
 
 NOW = SCENARIO_NOW.isoformat().replace("+00:00", "Z")
 

@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 from lakewarden.checks.config import ACTIONS_PREFIX, is_action_path
 from lakewarden.checks.errors import CatalogError, NotFound
 from lakewarden.errors import BadInput
+from lakewarden.lakefs.client import LakeFSConfig, sdk_client
 from lakewarden.snapshot import Repository as RepositoryInfo
 
 log = logging.getLogger(__name__)
@@ -261,19 +262,14 @@ class SnapshotCatalog:
 
 
 class LakeFSCatalog:
-    """A live lakeFS server, through ``lakefs-sdk`` (credentials: access key id and secret)."""
+    """A live lakeFS server, through the one ``lakefs-sdk`` client (lakewarden.lakefs.client:
+    the server and credentials by lakectl's rule, the retry policy)."""
 
-    def __init__(self, endpoint: str, access_key_id: str | None, secret_access_key: str | None):
-        try:
-            import lakefs_sdk
-        except ImportError:  # pragma: no cover - depends on the environment
-            raise BadInput("--lakefs-endpoint needs the lakefs-sdk package (pip install lakefs-sdk)") from None
-        host = endpoint.rstrip("/")
-        if not host.endswith("/api/v1"):
-            host += "/api/v1"
-        configuration = lakefs_sdk.Configuration(host=host, username=access_key_id, password=secret_access_key)
+    def __init__(self, config: LakeFSConfig):
+        import lakefs_sdk
+
         self._sdk = lakefs_sdk
-        self._client = lakefs_sdk.ApiClient(configuration)
+        self._client = sdk_client(config)
         self._lock = threading.Lock()
 
     def _call(self, fn: Any, *args: Any, not_found: str, **kwargs: Any) -> Any:

@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve = sub.add_parser("serve", help="run the branch checks service (HTTP API, merge gate, web page)")
     source = serve.add_mutually_exclusive_group(required=True)
     source.add_argument("--snapshot", metavar="DIR", help="repository snapshot directory")
-    source.add_argument("--lakefs-endpoint", metavar="URL", help="lakeFS server (credentials: LAKEFS_ACCESS_KEY_ID, LAKEFS_SECRET_ACCESS_KEY)")
+    source.add_argument("--lakefs-endpoint", metavar="URL", help="lakeFS server (credentials as lakectl finds them: LAKECTL_CREDENTIALS_* or ~/.lakectl.yaml)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s; 0 picks one)")
     serve.add_argument("--db", metavar="URL", help="SQLAlchemy URL (default: SQLite file under the state dir)")
@@ -270,9 +270,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.snapshot:
         catalog = SnapshotCatalog(args.snapshot)
     else:
-        catalog = LakeFSCatalog(
-            args.lakefs_endpoint, os.environ.get("LAKEFS_ACCESS_KEY_ID"), os.environ.get("LAKEFS_SECRET_ACCESS_KEY")
-        )
+        from lakewarden.lakefs.client import resolve_config
+
+        catalog = LakeFSCatalog(resolve_config(args.lakefs_endpoint))
     if not 0 <= args.port <= 65535:
         raise BadInput(f"invalid port {args.port}", field="port")
     token = _api_token(config.api_token, state)

@@ -31,7 +31,7 @@ import urllib3
 from lakefs_sdk.exceptions import ApiException
 
 from lakewarden.errors import BadInput
-from lakewarden.extract.config import LakeFSConfig, api_base_url
+from lakewarden.lakefs.client import LakeFSConfig, sdk_client
 
 __all__ = [
     "LakeFSApi",
@@ -135,18 +135,8 @@ class LakeFSApi:
         self.repository = repository
         self.poll_interval = poll_interval
         self.calls = 0
-        configuration = lakefs_sdk.Configuration(
-            host=api_base_url(config.endpoint),
-            username=config.access_key_id,
-            password=config.secret_access_key,
-        )
-        # An unreachable endpoint fails at once (no connect retries); a dropped read is retried
-        # (urllib3 never retries POST/PUT, so a preparation is never started twice by us).
-        # lakefs_sdk types retries by its default (None); its REST client hands any value to urllib3
-        configuration.retries = urllib3.Retry(  # type: ignore[assignment]
-            total=2, connect=0, read=2, status=0, backoff_factor=0.5
-        )
-        self._client = lakefs_sdk.ApiClient(configuration)
+        # lakewarden.lakefs.client: the API base, the credentials, the retry policy
+        self._client = sdk_client(config)
         self.repositories = lakefs_sdk.RepositoriesApi(self._client)
         self.branches_api = lakefs_sdk.BranchesApi(self._client)
         self.objects_api = lakefs_sdk.ObjectsApi(self._client)

@@ -98,7 +98,7 @@ def extract_source(source: "LakeFSSource", *, state: Path, store: "StoreOptions"
     """Extract ``source`` into ``out`` (the ``extract`` command, and a job given a lakeFS source)."""
     # imported here, not at start-up: lakeFS's SDK and pyarrow cost ~1 s, and every other
     # command (a sweep, checks) would pay it
-    from lakewarden.extract.config import resolve_config
+    from lakewarden.lakefs.client import resolve_config
     from lakewarden.extract.core import extract_repository
 
     return extract_repository(

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from lakewarden.errors import BadInput
 from lakewarden.extract.api import BranchRow, CommitRow, LakeFSApi, NotFound, StagedRow
-from lakewarden.extract.config import LakeFSConfig
+from lakewarden.lakefs.client import LakeFSConfig
 from lakewarden.extract.gc_prepared import GC_COMMITS_CSV, save_gc_commits, write_prepared_staged
 from lakewarden.extract.ranges import RANGES_SCHEMA, RangeCache, decode_range_table, read_metarange
 from lakewarden.extract.refs import InconsistentDump, keep_deleted_branches, read_refs_dump

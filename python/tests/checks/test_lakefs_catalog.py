@@ -15,6 +15,7 @@ pytest.importorskip("lakefs_sdk")
 
 from lakewarden.checks.catalog import LakeFSCatalog  # noqa: E402
 from lakewarden.checks.errors import CatalogError, NotFound  # noqa: E402
+from lakewarden.lakefs.client import LakeFSConfig, resolve_config  # noqa: E402
 
 COMMIT = "a" * 64
 ACTION = b"checks:\n  - {id: a, type: webhook, properties: {url: 'http://127.0.0.1:9'}}\n"
@@ -85,7 +86,7 @@ def lakefs() -> Iterator[FakeLakeFS]:
 
 
 def test_resolves_refs_and_reads_action_files(lakefs: FakeLakeFS) -> None:
-    catalog = LakeFSCatalog(lakefs.url, "AKIA", "secret")
+    catalog = LakeFSCatalog(LakeFSConfig(lakefs.url, "AKIA", "secret"))
     main = catalog.resolve("repo", "main")
     assert (main.kind, main.commit_id, main.branch_id, main.committer) == ("branch", COMMIT, "main", "me")
     assert main.repository.storage_namespace == "s3://b/repo" and main.commit_metadata == {"k": "v"}
@@ -100,4 +101,16 @@ def test_resolves_refs_and_reads_action_files(lakefs: FakeLakeFS) -> None:
     with pytest.raises(NotFound, match="repository 'other' not found"):
         catalog.resolve("other", "main")
     with pytest.raises(CatalogError, match="401"):
-        LakeFSCatalog(lakefs.url, "AKIA", "wrong").resolve("repo", "main")
+        LakeFSCatalog(LakeFSConfig(lakefs.url, "AKIA", "wrong")).resolve("repo", "main")
+
+
+def test_serve_finds_its_credentials_by_lakectls_rule_and_by_the_former_names(lakefs: FakeLakeFS, tmp_path) -> None:
+    """checks serve builds its catalog from resolve_config (the rule every command follows):
+    lakectl's variables authenticate, and so do the names the service read before."""
+    absent = {"LAKECTL_CONFIG_FILE": str(tmp_path / "absent.yaml")}
+    lakectl = {**absent, "LAKECTL_CREDENTIALS_ACCESS_KEY_ID": "AKIA", "LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY": "secret"}
+    former = {**absent, "LAKEFS_ACCESS_KEY_ID": "AKIA", "LAKEFS_SECRET_ACCESS_KEY": "secret"}
+    for env in (lakectl, former):
+        assert LakeFSCatalog(resolve_config(lakefs.url, env=env)).resolve("repo", "main").commit_id == COMMIT
+    with pytest.raises(CatalogError, match="401"):
+        LakeFSCatalog(resolve_config(lakefs.url, env=absent)).resolve("repo", "main")
