@@ -33,7 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import bench_sample, child_env, lakewarden_command, median, sample_dir  # noqa: E402
 
-from lakewarden.reports.page import REPORT_HTML, write_report_html  # noqa: E402
+from lakewarden.reports.directory import REPORT_HTML  # noqa: E402
+from lakewarden.reports.page import write_report_html  # noqa: E402
 
 
 def rules_for(days: int) -> dict:

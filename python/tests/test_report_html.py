@@ -20,7 +20,8 @@ import pytest
 
 from lakewarden.cli import main
 from lakewarden.reports.figures import FIGURES, NOT_IN_COMMIT, Figures, Group, read_figures
-from lakewarden.reports.page import REPORT_HTML, write_report_html
+from lakewarden.reports.directory import REPORT_HTML
+from lakewarden.reports.page import write_report_html
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from lakewarden.snapshot.scan import CommitIndex, batches
 from lakewarden.sweep.result import OUTCOME_COUNTS

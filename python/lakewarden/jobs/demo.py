@@ -19,7 +19,8 @@ from pathlib import Path
 from lakewarden.jobs.common import rfc3339
 from lakewarden.runtime.progress import human_bytes
 from lakewarden.reports.figures import Group, read_figures
-from lakewarden.reports.page import REPORT_HTML, sweep_outcomes, write_report_html
+from lakewarden.reports.directory import REPORT_HTML
+from lakewarden.reports.page import sweep_outcomes, write_report_html
 from lakewarden.runtime.state_dir import add_state_option, state_dir
 
 DEMO_RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 21}]}

@@ -149,8 +149,8 @@ def run_job(job: Job[OptionsT, Any, Any], run: "RunOptions", options: OptionsT, 
     say("work: " + ", ".join(f"{value} {name.replace('_', ' ')}" for name, value in work.items()))
     directory = Path(marked.report.directory)
     say(f"report: {directory}")
-    if (directory / "report.html").exists():
-        say(f"report page: {directory / 'report.html'}")
+    if marked.report.page_path.exists():
+        say(f"report page: {marked.report.page_path}")
     done = JobOutcome(job=job.name, run_id=context.run_id, dry_run=context.dry_run, report=directory, num_marked=marked.num_marked, marked=marked)
     if context.dry_run:
         job.after_dry_run(context, inputs, marked)

@@ -31,8 +31,17 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
+#: the names of a report directory's files, the one set every part uses (jobs write the first
+#: two and the page; a sweep writes the rest beside them)
 SUMMARY = "summary.json"
 ADDRESSES = "addresses.csv"
+REPORT_HTML = "report.html"
+#: the sweep's own files: ``sweep.lock``, ``sweep/outcomes/*.jsonl`` (the durable record,
+#: appended batch by batch), ``sweep/outcomes.csv``, ``sweep/summary.json``
+LOCK_FILE = "sweep.lock"
+SWEEP_DIR = "sweep"
+OUTCOMES_DIR = "outcomes"
+OUTCOMES_CSV = "outcomes.csv"
 
 
 def local_path(uri: str) -> Path | None:
@@ -96,7 +105,10 @@ def write_single_csv(frame: "DataFrame", path: Path, *, sort_by: Sequence[str]) 
 
 
 class Report:
-    """One run's report directory."""
+    """One run's report directory: the job writes it (:meth:`create`, :meth:`update`,
+    :meth:`finish`), the page, ``explain`` and the sweep read it (:meth:`open`; the sweep
+    validates it first, lakewarden.sweep.report_dir.load_report) and the sweep adds its files
+    beside the job's (:attr:`sweep_dir`, :attr:`lock_file`)."""
 
     def __init__(self, directory: Path, summary: dict[str, Any]) -> None:
         self.directory = directory
@@ -158,8 +170,37 @@ class Report:
     def addresses_path(self) -> Path:
         return self.directory / ADDRESSES
 
+    @property
+    def summary_path(self) -> Path:
+        return self.directory / SUMMARY
+
+    @property
+    def page_path(self) -> Path:
+        return self.directory / REPORT_HTML
+
+    @property
+    def storage_namespace(self) -> str:
+        """The namespace the run marked in (every summary has it; the sweep checks it first)."""
+        return str(self.summary["storage_namespace"])
+
+    @property
+    def lock_file(self) -> Path:
+        return self.directory / LOCK_FILE
+
+    @property
+    def sweep_dir(self) -> Path:
+        return self.directory / SWEEP_DIR
+
+    @property
+    def outcomes_dir(self) -> Path:
+        return self.sweep_dir / OUTCOMES_DIR
+
+    @property
+    def outcomes_csv(self) -> Path:
+        return self.sweep_dir / OUTCOMES_CSV
+
     def save(self) -> None:
-        write_json_atomic(self.directory / SUMMARY, self.summary)
+        write_json_atomic(self.summary_path, self.summary)
 
     def update(self, **fields: Any) -> None:
         self.summary.update(fields)

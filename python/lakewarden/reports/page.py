@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from lakewarden.errors import error_line
+from lakewarden.reports.directory import OUTCOMES_CSV, REPORT_HTML, SWEEP_DIR
 from lakewarden.runtime.progress import human_bytes
 from lakewarden.reports.figures import Figures, Group, Listing, age_bin_labels, read_figures
 from lakewarden.sweep.result import OUTCOME_COUNTS, OutcomeCounts
 
 log = logging.getLogger(__name__)
 
-REPORT_HTML = "report.html"
 HISTORY = Path("history") / "runs.jsonl"
 TOP_REASONS = 3
 TREND_RUNS = 40
@@ -100,7 +100,7 @@ def sweep_outcomes(directory: Path) -> tuple[Counter, Counter, dict[str, Any] | 
     statuses: Counter = Counter()
     failures = Counter()
     if sweep_summary is None or sweep_summary.get("status") not in ("sweeping",):
-        for row in read_csv(directory / "sweep" / "outcomes.csv"):
+        for row in read_csv(directory / SWEEP_DIR / OUTCOMES_CSV):
             statuses[row.get("status") or "?"] += 1
             if row.get("status") != "deleted":
                 failures[row.get("reason") or "(no reason recorded)"] += 1

@@ -32,7 +32,8 @@ from lakewarden.sweep.distributed import (
 from lakewarden.sweep.engine import SweepFailed
 from lakewarden.sweep.inprocess import sweep_in_process
 from lakewarden.sweep.lock import SweepBusy, SweepLock
-from lakewarden.sweep.report_dir import Report, count_rows, load_report, report_path
+from lakewarden.reports.directory import Report
+from lakewarden.sweep.report_dir import count_rows, load_report, report_path
 from lakewarden.sweep.result import SweepResult, new_sweep_id
 from lakewarden.sweep.status import SweepStatus
 

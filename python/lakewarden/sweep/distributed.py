@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from lakewarden.deleters.base import Deleter, deleter_for
 from lakewarden.errors import BadInput, LakewardenError
-from lakewarden.reports.directory import utc_now
+from lakewarden.reports.directory import Report, utc_now
 from lakewarden.sweep.engine import (
     OUTCOME_SCHEMA,
     OutcomeLog,
@@ -35,7 +35,7 @@ from lakewarden.sweep.engine import (
     parse_outcome_line,
 )
 from lakewarden.sweep.hooks import reached
-from lakewarden.sweep.report_dir import OUTCOME_COLUMNS, REQUIRED_COLUMNS, Report
+from lakewarden.sweep.report_dir import OUTCOME_COLUMNS, REQUIRED_COLUMNS
 from lakewarden.sweep.result import MAX_FAILURE_REASONS, OUTCOME_COUNTS, OutcomeCounts, SweepResult
 from lakewarden.sweep.status import SweepStatus
 
@@ -149,10 +149,10 @@ def ensure_python_workers(spark: "SparkSession") -> None:
 
 def read_addresses(spark: "SparkSession", report: Report) -> "DataFrame":
     """The report's marked addresses as a DataFrame (all columns strings), columns validated."""
-    df = spark.read.options(**CSV_OPTIONS).option("mode", "FAILFAST").csv(str(report.addresses))
+    df = spark.read.options(**CSV_OPTIONS).option("mode", "FAILFAST").csv(str(report.addresses_path))
     missing = [column for column in REQUIRED_COLUMNS if column not in df.columns]
     if missing:
-        raise BadInput(f"missing column(s) {', '.join(missing)} (header: {', '.join(df.columns)})", source=str(report.addresses), field=missing[0])
+        raise BadInput(f"missing column(s) {', '.join(missing)} (header: {', '.join(df.columns)})", source=str(report.addresses_path), field=missing[0])
     from pyspark.sql import functions as F
 
     # Empty CSV fields read as null; as "" they still join with their recorded outcomes.
@@ -198,7 +198,7 @@ def sweep_distributed(
     reached("started")
     partitions = parallelism or max(spark.sparkContext.defaultParallelism, math.ceil(num_todo / ROWS_PER_PARTITION))
     partitions = max(1, min(partitions, max(1, math.ceil(num_todo / batch_size))))
-    log.info("sweep %s of %s: %d addresses to delete in %d Spark task(s), batches of %d", sweep_id, report.path, num_todo, partitions, batch_size)
+    log.info("sweep %s of %s: %d addresses to delete in %d Spark task(s), batches of %d", sweep_id, report.directory, num_todo, partitions, batch_size)
 
     task = SweepTask(
         storage_namespace=report.storage_namespace,
@@ -231,7 +231,7 @@ def sweep_distributed(
     status.finish(result, {"num_to_delete": num_todo, OUTCOME_COUNTS: counts.to_json()})
     if error is not None:
         raise SweepFailed(
-            f"sweep of {report.path} failed part-way ({error}); {result.num_deleted} deleted so far are recorded; "
+            f"sweep of {report.directory} failed part-way ({error}); {result.num_deleted} deleted so far are recorded; "
             "run the sweep again to finish"
         )
     return result
@@ -312,7 +312,7 @@ def _finalize(
     final.unpersist()
     this_run_deleted = max(num_deleted - previously, 0)
     result = SweepResult(
-        report_dir=str(report.path),
+        report_dir=str(report.directory),
         run_id=report.summary.get("run_id"),
         sweep_id=sweep_id,
         storage_namespace=report.storage_namespace,

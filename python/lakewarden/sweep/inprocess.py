@@ -16,11 +16,11 @@ from typing import Any, Callable, Iterator, Mapping
 
 from lakewarden.deleters.base import Deleter
 from lakewarden.errors import error_line
-from lakewarden.reports.directory import utc_now
+from lakewarden.reports.directory import Report, utc_now
 from lakewarden.sweep.engine import OutcomeLog, RowChecker, SweepFailed, delete_rows
 from lakewarden.sweep.hooks import reached
 from lakewarden.sweep.outcomes_file import load_outcomes, merge_into, write_outcomes_csv
-from lakewarden.sweep.report_dir import Report, address_rows
+from lakewarden.sweep.report_dir import address_rows
 from lakewarden.sweep.result import OUTCOME_COUNTS, OutcomeCounts, SweepResult
 from lakewarden.sweep.status import SweepStatus
 
@@ -53,7 +53,7 @@ def sweep_in_process(
     num_todo = len(keys) - previously
     status.start(num_marked=len(keys), previously_deleted=previously, lock_taken_over=lock_taken_over)
     reached("started")
-    log.info("sweep %s of %s: %d addresses to delete in-process, batches of %d", sweep_id, report.path, num_todo, batch_size)
+    log.info("sweep %s of %s: %d addresses to delete in-process, batches of %d", sweep_id, report.directory, num_todo, batch_size)
 
     def not_deleted(row: tuple[str, str, str]) -> bool:
         earlier = best.get((row[0], row[2]))
@@ -106,7 +106,7 @@ def sweep_in_process(
     num_failed = len(keys) - num_deleted
     this_run = max(num_deleted - previously, 0)
     result = SweepResult(
-        report_dir=str(report.path),
+        report_dir=str(report.directory),
         run_id=report.summary.get("run_id"),
         sweep_id=sweep_id,
         storage_namespace=report.storage_namespace,
@@ -128,7 +128,7 @@ def sweep_in_process(
     status.finish(result, {"num_to_delete": num_todo, OUTCOME_COUNTS: counts.to_json()})
     if error is not None:
         raise SweepFailed(
-            f"sweep of {report.path} failed part-way ({error}); {num_deleted} deleted so far are recorded; "
+            f"sweep of {report.directory} failed part-way ({error}); {num_deleted} deleted so far are recorded; "
             "run the sweep again to finish"
         )
     return result

@@ -1,9 +1,10 @@
 """The report directory a sweep works on: validated before any side effect.
 
 Input is a report directory (docs/contract.md §4): ``summary.json`` (with ``storage_namespace``)
-and ``addresses.csv`` (``address``, ``address_type``, ``physical_address``, ...). Everything the
-sweep writes lives beside them: ``sweep.lock``, ``sweep/outcomes/*.jsonl`` (the durable record,
-appended batch by batch), ``sweep/outcomes.csv`` and ``sweep/summary.json``.
+and ``addresses.csv`` (``address``, ``address_type``, ``physical_address``, ...), the one
+:class:`lakewarden.reports.directory.Report` type the jobs write; the sweep's own files beside
+them (``sweep.lock``, ``sweep/outcomes/*.jsonl``, ``sweep/outcomes.csv``,
+``sweep/summary.json``) are named there too.
 """
 
 from __future__ import annotations
@@ -12,56 +13,18 @@ import csv
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from lakewarden.errors import BadInput
-from lakewarden.reports.directory import ADDRESSES, SUMMARY  # the names of the directory the jobs write
+from lakewarden.reports.directory import ADDRESSES, SUMMARY, Report
 from lakewarden.safety import parse_uri
 
-SWEEP_DIR = "sweep"
-OUTCOMES_DIR = "outcomes"
-OUTCOMES_CSV = "outcomes.csv"
-LOCK_FILE = "sweep.lock"
 REQUIRED_COLUMNS = ("address", "address_type", "physical_address")
 OUTCOME_COLUMNS = ("address", "physical_address", "status", "reason")
 
 # addresses.csv may hold quoted fields with commas, quotes and newlines (RFC 4180)
 csv.field_size_limit(1 << 28)
-
-
-@dataclass(frozen=True)
-class Report:
-    """A validated report directory."""
-
-    path: Path
-    summary: dict[str, Any]
-    storage_namespace: str
-
-    @property
-    def addresses(self) -> Path:
-        return self.path / ADDRESSES
-
-    @property
-    def summary_file(self) -> Path:
-        return self.path / SUMMARY
-
-    @property
-    def sweep_dir(self) -> Path:
-        return self.path / SWEEP_DIR
-
-    @property
-    def outcomes_dir(self) -> Path:
-        return self.sweep_dir / OUTCOMES_DIR
-
-    @property
-    def outcomes_csv(self) -> Path:
-        return self.sweep_dir / OUTCOMES_CSV
-
-    @property
-    def lock_file(self) -> Path:
-        return self.path / LOCK_FILE
 
 
 def report_path(report_dir: str | os.PathLike[str]) -> Path:
@@ -120,7 +83,7 @@ def load_report(report_dir: str | os.PathLike[str], *, allow_swept: bool = False
     addresses = path / ADDRESSES
     if not addresses.exists():
         raise BadInput("missing: the report has no marked addresses file", source=str(addresses))
-    report = Report(path, summary, namespace)
+    report = Report(path, summary)
     previous = read_json(report.sweep_dir / SUMMARY)
     if not allow_swept and summary.get("dry_run") is False and previous and previous.get("success"):
         raise BadInput(
@@ -137,7 +100,7 @@ def address_rows(report: Report) -> Iterator[tuple[str, str, str]]:
     The header is checked first (a missing column is :class:`BadInput`); empty fields read as
     ``""``, as the distributed path reads them, so both record the same keys.
     """
-    with open(report.addresses, newline="", encoding="utf-8") as handle:
+    with open(report.addresses_path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
         header = next(reader, None)
         if header is None:
@@ -146,7 +109,7 @@ def address_rows(report: Report) -> Iterator[tuple[str, str, str]]:
         if missing:
             raise BadInput(
                 f"missing column(s) {', '.join(missing)} (header: {', '.join(header)})",
-                source=str(report.addresses),
+                source=str(report.addresses_path),
                 field=missing[0],
             )
         i_address, i_type, i_physical = (header.index(column) for column in REQUIRED_COLUMNS)

@@ -14,8 +14,8 @@ import threading
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable
 
-from lakewarden.reports.directory import SUMMARY, write_json_atomic
-from lakewarden.sweep.report_dir import Report, read_json
+from lakewarden.reports.directory import Report, SUMMARY, write_json_atomic
+from lakewarden.sweep.report_dir import read_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.sweep.result import SweepResult
@@ -34,7 +34,7 @@ class SweepStatus:
         self.started_at = started_at
         self.engine = engine
         # the summary as it is on disk now (a killed sweep may have rewritten it since load)
-        self.summary: dict[str, Any] = read_json(report.summary_file) or dict(report.summary)
+        self.summary: dict[str, Any] = read_json(report.summary_path) or dict(report.summary)
         self.num_marked: int | None = None
         self.previously_deleted = 0
         self.deleted = 0
@@ -76,7 +76,7 @@ class SweepStatus:
                 "success": False,
                 "started_at": self.started_at,
                 "engine": self.engine,
-                "report_dir": str(self.report.path),
+                "report_dir": str(self.report.directory),
                 "run_id": self.summary.get("run_id"),
                 "storage_namespace": self.report.storage_namespace,
                 "num_marked": num_marked,
@@ -134,21 +134,21 @@ class SweepStatus:
                     None if result.success else f"sweep: {result.num_failed} addresses not deleted (see {result.outcomes_csv})"
                 ),
             )
-            write_json_atomic(self.report.summary_file, self.summary)
+            write_json_atomic(self.report.summary_path, self.summary)
         self._refresh_page()
 
     def _refresh_page(self) -> None:
         """report.html says what summary.json says (at the start and the end of a sweep; not per
         batch: drawing the page costs more than a batch). Never fails the sweep."""
-        if (self.report.path / "report.html").exists():
+        if self.report.page_path.exists():
             from lakewarden.reports.page import write_report_html
 
-            write_report_html(self.report.path)
+            write_report_html(self.report.directory)
 
     def _write_report_summary(self) -> None:
         self.summary["num_deleted"] = self.previously_deleted + self.deleted
         self.summary["num_failed"] = self.failed
-        write_json_atomic(self.report.summary_file, self.summary)
+        write_json_atomic(self.report.summary_path, self.summary)
 
     def _write_sweep_summary(self, document: dict[str, Any]) -> None:
         write_json_atomic(self.report.sweep_dir / SUMMARY, document)
