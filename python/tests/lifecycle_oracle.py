@@ -2,7 +2,7 @@
 
 Deliberately naive: plain dicts, full ancestry walks from every branch HEAD, every occurrence of
 every entry evaluated on its own, no memoisation. It shares no code with the job (it does not
-import ``lakewarden.lifecycle_policy`` or any job module; the policy is the raw JSON document as a
+import ``lakewarden.jobs.lifecycle.policy`` or any job module; the policy is the raw JSON document as a
 Python dict, not validated here) so a bug in the models or the policy parser cannot hide in it.
 
 Semantics:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lakewarden.errors import BadInput
-from lakewarden.gc_rules import load_gc_rules
+from lakewarden.jobs.gc_committed.rules import load_gc_rules
 from lakewarden.jobs.common import parse_now
 
 

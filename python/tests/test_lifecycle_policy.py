@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lakewarden.errors import BadInput
-from lakewarden.lifecycle_policy import (
+from lakewarden.jobs.lifecycle.policy import (
     MAX_DAYS,
     LifecyclePolicy,
     LifecycleRule,
@@ -88,7 +88,7 @@ def test_to_json_round_trips() -> None:
 
 
 def test_rule_without_days_warns(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="lakewarden.lifecycle_policy"):
+    with caplog.at_level(logging.WARNING, logger="lakewarden.jobs.lifecycle.policy"):
         policy = parse_lifecycle_policy('{"idle": {"prefix": "x/"}, "busy": {"prefix": "y/", "days": 1}}', "p.json")
     assert policy.rows()[1] == ("idle", "x/", True, None, {})
     warnings = [record.getMessage() for record in caplog.records]

@@ -43,7 +43,7 @@ from lakewarden.jobs.shape import Job, run_job, with_blockstore
 from lakewarden.reports.directory import Report, default_report_dir
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lakewarden.gc_rules import GcRules
+    from lakewarden.jobs.gc_committed.rules import GcRules
     from lakewarden.jobs.options import RunOptions
     from lakewarden.stores import StoreOptions
 
@@ -112,7 +112,7 @@ class UnifiedGc(Job[GcOptions, UnifiedInputs, UnifiedGcResult]):
     name = JOB
 
     def read_inputs(self, options: GcOptions, run: "RunOptions") -> UnifiedInputs:
-        from lakewarden.gc_rules import load_gc_rules
+        from lakewarden.jobs.gc_committed.rules import load_gc_rules
         from lakewarden.jobs.gc_uncommitted import parse_min_age
 
         rules = load_gc_rules(options.committed.rules) if options.committed.rules else None  # bad input: before Spark starts

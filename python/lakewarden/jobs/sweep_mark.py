@@ -48,7 +48,7 @@ def add_mark_options(parser: argparse.ArgumentParser) -> None:
 
 def run_mark(args: argparse.Namespace) -> int:
     """Read lakeFS's mark, re-check it, write a report directory, sweep it."""
-    from lakewarden.gc_rules import load_gc_rules
+    from lakewarden.jobs.gc_committed.rules import load_gc_rules
     from dataclasses import replace
 
     from lakewarden.jobs.common import run_options_from_args, start_job

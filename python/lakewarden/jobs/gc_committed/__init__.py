@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakewarden.errors import error_line
-from lakewarden.gc_rules import GcRules, load_gc_rules
+from lakewarden.jobs.gc_committed.rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, run_options_from_args
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.reports.directory import Report, default_report_dir, write_single_csv

@@ -29,7 +29,7 @@ from lakewarden.jobs.common import (
     run_options_from_args,
 )
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
-from lakewarden.lifecycle_policy import LifecyclePolicy, load_lifecycle_policy
+from lakewarden.jobs.lifecycle.policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.reports.directory import Report, default_report_dir
 from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, kept_in_ranges, write_figures
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
