@@ -29,6 +29,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Final, Union
 
 import google_crc32c
@@ -119,7 +120,7 @@ _FIXED64_PROPERTIES: Final = frozenset({"rocksdb.external_sst_file.global_seqno"
 INDEX_TYPE_TWO_LEVEL: Final = 2
 
 PropertyValue = Union[int, str, bytes]
-Source = Union[str, os.PathLike, bytes, bytearray, memoryview]
+Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
 
 class SSTableError(BadInput):
@@ -386,7 +387,7 @@ class SSTableReader:
             return buf[start:end]
         if ctype == COMPRESSION_SNAPPY:
             try:
-                return _snappy_uncompress(buf[start:end])
+                return bytes(_snappy_uncompress(buf[start:end]))
             except Exception as exc:  # codec errors vary by library version
                 raise self._fail(f"corrupt snappy {what} at offset {start}: {exc}") from None
         name = _COMPRESSION_NAMES.get(ctype, "unknown")
@@ -450,9 +451,9 @@ def _decode_property(name: str, raw: bytes) -> PropertyValue:
             if end == len(raw):
                 return value
         elif name in _FIXED32_PROPERTIES and len(raw) == 4:
-            return struct.unpack("<I", raw)[0]
+            return int(struct.unpack("<I", raw)[0])
         elif name in _FIXED64_PROPERTIES and len(raw) == 8:
-            return struct.unpack("<Q", raw)[0]
+            return int(struct.unpack("<Q", raw)[0])
     except (IndexError, ValueError):
         pass
     try:
@@ -461,12 +462,13 @@ def _decode_property(name: str, raw: bytes) -> PropertyValue:
         return raw
 
 
-def _load_snappy():
+def _load_snappy() -> Callable[[bytes], bytes]:
     """Pick the Snappy codec: ``python-snappy`` if installed, else ``cramjam`` directly."""
     try:
         import snappy
 
-        return snappy.uncompress
+        uncompress: Callable[[bytes], bytes] = snappy.uncompress
+        return uncompress
     except ImportError:  # pragma: no cover - depends on the environment
         import cramjam
 

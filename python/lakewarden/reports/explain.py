@@ -34,7 +34,7 @@ MAX_ADDRESSES = 10
 csv.field_size_limit(1 << 30)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     parser = subparsers.add_parser(
         "explain",
         help="why an object is marked or kept in a run (commits, paths, states, rules)",
@@ -197,7 +197,8 @@ def explain(report: Path, target: str) -> list[Explanation]:
     """Explanations for every address ``target`` names (an address or a path); [] when unknown."""
     import pyarrow.dataset as ds
 
-    from lakewarden.snapshot.scan import CommitIndex, DANGLING, rows
+    from lakewarden.commit_graph import DANGLING
+    from lakewarden.snapshot.scan import CommitIndex, rows
 
     report = Path(report)
     summary = load_summary(report)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from lakewarden.errors import error_line
-from lakewarden.reports.directory import OUTCOMES_CSV, REPORT_HTML, SWEEP_DIR
+from lakewarden.reports.directory import OUTCOMES_CSV, REPORT_HTML, SUMMARY, SWEEP_DIR
 from lakewarden.runtime.progress import human_bytes
 from lakewarden.reports.figures import Figures, Group, Listing, age_bin_labels, read_figures
 from lakewarden.sweep.result import OUTCOME_COUNTS, OutcomeCounts
@@ -83,22 +83,22 @@ def read_csv(path: Path) -> Iterator[dict[str, str]]:
         yield from csv.DictReader(handle)
 
 
-def sweep_outcomes(directory: Path) -> tuple[Counter, Counter, dict[str, Any] | None]:
+def sweep_outcomes(directory: Path) -> tuple["Counter[str]", "Counter[str]", dict[str, Any] | None]:
     """(objects per status, failures per reason, the sweep's summary) when a sweep ran.
 
     The counts come from ``sweep/summary.json`` (the sweep records them as it finishes). A
     finished sweep of an older lakewarden did not: its ``outcomes.csv`` is streamed instead. A
     sweep still running has no counts yet (the summary's running totals say how far it got)."""
-    path = directory / "sweep" / "summary.json"
+    path = directory / SWEEP_DIR / SUMMARY
     sweep_summary = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
     if sweep_summary is not None and isinstance(sweep_summary.get(OUTCOME_COUNTS), dict):
         counts = OutcomeCounts.from_json(sweep_summary[OUTCOME_COUNTS])
-        failures = Counter(counts.failures_by_reason)
+        reported: Counter[str] = Counter(counts.failures_by_reason)
         if counts.other:
-            failures[f"{counts.other_reasons:,} other reasons"] += counts.other
-        return counts.by_status, failures, sweep_summary
-    statuses: Counter = Counter()
-    failures = Counter()
+            reported[f"{counts.other_reasons:,} other reasons"] += counts.other
+        return counts.by_status, reported, sweep_summary
+    statuses: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
     if sweep_summary is None or sweep_summary.get("status") not in ("sweeping",):
         for row in read_csv(directory / SWEEP_DIR / OUTCOMES_CSV):
             statuses[row.get("status") or "?"] += 1
@@ -373,7 +373,7 @@ def _signed(value: int, text: str) -> str:
     return ("+" if value > 0 else "\u2212" if value < 0 else "\u00b1") + text
 
 
-def headline(summary: dict[str, Any], figures: Figures | None, statuses: Counter, runs: list[dict[str, Any]]) -> str:
+def headline(summary: dict[str, Any], figures: Figures | None, statuses: "Counter[str]", runs: list[dict[str, Any]]) -> str:
     """The first screen: how much would go or went, why, what changed since the previous run."""
     ok = summary.get("success") is True
     status = str(summary.get("status") or "not finished")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from lakewarden.commit_graph import CommitGraph, StartPoint
+from lakewarden.commit_graph import CommitGraph, Reachability, StartPoint
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -98,7 +98,7 @@ def branch_set_members_frame(session: "SparkSession", commits: "DataFrame", bran
     return session.createDataFrame(table)
 
 
-def _reachability(commits: "DataFrame", branches: "DataFrame"):
+def _reachability(commits: "DataFrame", branches: "DataFrame") -> "Reachability":
     graph = load_graph(commits)
     heads = branches.select("branch_id", "head_commit_id").toArrow()
     return graph.reachability(

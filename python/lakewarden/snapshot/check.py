@@ -471,7 +471,8 @@ def _row(table: _Table, file: int, index: int) -> dict[str, Any]:
     with table.open(file) as parquet:
         for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=list(table.columns)):
             if index < seen + batch.num_rows:
-                return batch.slice(index - seen, 1).to_pylist()[0]
+                row: dict[str, Any] = batch.slice(index - seen, 1).to_pylist()[0]
+                return row
             seen += batch.num_rows
     return {}
 
@@ -481,7 +482,8 @@ def _values(column: pa.Array) -> list[Any]:
     unique = pc.unique(column)
     if pa.types.is_dictionary(unique.type):
         unique = unique.dictionary_decode()
-    return unique.drop_null().to_pylist()
+    values: list[Any] = unique.drop_null().to_pylist()
+    return values
 
 
 def _as_declared(column: str, values: pa.Array) -> pa.Array:
@@ -577,7 +579,8 @@ def _newest_commit_epoch(findings: _Findings) -> float | None:
     moments = [m if m.tzinfo else m.replace(tzinfo=timezone.utc) for m in findings.commits.get("creation_date", []) if m]
     if not moments:
         return None
-    return ((max(moments) - _EPOCH) // timedelta(microseconds=1)) / 1e6
+    newest: datetime = max(moments)
+    return ((newest - _EPOCH) // timedelta(microseconds=1)) / 1e6
 
 
 def _check_references(tables: Mapping[str, _Table], findings: _Findings) -> None:

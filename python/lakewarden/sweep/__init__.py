@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from lakewarden.deleters.base import Deleter, clean_options, deleter_for
 from lakewarden.errors import BadInput
-from lakewarden.reports.directory import utc_now
+from lakewarden.timestamps import utc_now
 from lakewarden.runtime.state_dir import state_dir
 from lakewarden.sweep.distributed import (
     ensure_python_workers,

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from lakewarden.deleters.base import Deleter, deleter_for
 from lakewarden.errors import BadInput, LakewardenError
-from lakewarden.reports.directory import Report, utc_now
+from lakewarden.reports.directory import Report
+from lakewarden.timestamps import utc_now
 from lakewarden.sweep.engine import (
     OUTCOME_SCHEMA,
     OutcomeLog,

@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 from lakewarden.deleters.base import Deleter
 from lakewarden.errors import error_line
-from lakewarden.reports.directory import Report, utc_now
+from lakewarden.reports.directory import Report
+from lakewarden.timestamps import utc_now
 from lakewarden.sweep.engine import OutcomeLog, RowChecker, SweepFailed, delete_rows
 from lakewarden.sweep.hooks import reached
 from lakewarden.sweep.outcomes_file import load_outcomes, merge_into, write_outcomes_csv
