@@ -37,6 +37,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from lakewarden.checks.headers import SECURITY_HEADERS
 from lakewarden.checks.store import client_key
 
 log = logging.getLogger(__name__)
@@ -249,8 +250,6 @@ class GuardedH11Protocol(H11Protocol):
     # -- refusals in JSON --------------------------------------------------------------------------
 
     def _send_json_and_close(self, status: int, message: str) -> None:
-        from lakewarden.checks.server import SECURITY_HEADERS  # deferred: server imports this module
-
         body = json.dumps({"error": message}).encode()
         head = [f"HTTP/1.1 {status} {'Bad Request' if status == 400 else 'Request Timeout'}",
                 "content-type: application/json", f"content-length: {len(body)}", "connection: close"]

@@ -21,22 +21,27 @@ import json
 import logging
 import socket
 import threading
-from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import uvicorn
-from fastapi import Body, Depends, FastAPI, Header, Query, Request
+from fastapi import FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lakewarden.checks.connections import ConnectionGuard, ConnectionLimits, protocol_class
 from lakewarden.checks.errors import CatalogError, ChecksError, Unauthorized
+from lakewarden.checks.headers import SECURITY_HEADERS
 from lakewarden.checks.masking import mask_for_log
-from lakewarden.checks.service import MAX_OUTPUT_CHARS, ChecksService
+from lakewarden.checks.routes import Api
+from lakewarden.checks.routes import checks as checks_routes
+from lakewarden.checks.routes import executors as executors_routes
+from lakewarden.checks.routes import gate as gate_routes
+from lakewarden.checks.routes import pages as pages_routes
+from lakewarden.checks.routes import service as service_routes
+from lakewarden.checks.service import ChecksService
 from lakewarden.errors import BadInput
 
 log = logging.getLogger(__name__)
@@ -48,49 +53,6 @@ BODY_TIMEOUT = 30.0
 OPENAPI_PATH = "/api/v1/openapi.json"
 OPENAPI_FILE = Path(__file__).with_name("openapi.json")
 
-#: The pages load only their own script and style; nothing inline, nothing from elsewhere.
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-)
-SECURITY_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
-ASSETS = {"commit.js": "text/javascript", "index.js": "text/javascript", "checks.css": "text/css"}
-
-CHECK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
-
-
-# -- request models --------------------------------------------------------------------------------
-
-
-class CallbackBody(BaseModel):
-    """An executor's result, POSTed to the event's ``callback_url``."""
-
-    model_config = ConfigDict(extra="forbid")
-    status: Literal["SUCCESS", "FAILED"]
-    metadata: dict[str, str] = Field(default_factory=dict, max_length=1000)
-
-
-class TriggerBody(BaseModel):
-    """Optional body of a trigger: one check only."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str | None = Field(default=None, pattern=CHECK_ID)
-
-
-class PreMergeEvent(BaseModel):
-    """lakeFS's hook event (``EventInfo``) as a pre-merge webhook sends it; other fields are ignored."""
-
-    model_config = ConfigDict(extra="allow")
-    event_type: str = "pre-merge"
-    repository_id: str = Field(min_length=1, max_length=1024)
-    branch_id: str = Field(min_length=1, max_length=1024)
-    source_ref: str = Field(min_length=1, max_length=1024)
-    commit_id: str | None = Field(default=None, max_length=1024)
 
 
 # -- limits ----------------------------------------------------------------------------------------
@@ -286,130 +248,9 @@ def create_app(
                   exc_info=(type(exc), exc, exc.__traceback__))
         return _json_error(500, "internal error; see the service log")
 
-    @app.get("/api/v1/healthz", tags=["service"], summary="Liveness, and whether the state store answers",
-             responses={503: {"description": "the state store does not answer"}})
-    def health() -> JSONResponse:
-        try:
-            svc().store.ping()
-        except Exception as exc:
-            log.error("health: the state store does not answer: %s: %s", exc.__class__.__name__, exc)
-            return _json_error(503, "the state store does not answer", status="unavailable", store="unavailable")
-        return JSONResponse({"status": "ok", "store": "ok"})
-
-    @app.get("/api/v1/recent", tags=["service"], summary="Recently checked commits")
-    def recent() -> JSONResponse:
-        return answer(200, {"commits": svc().store.recent_commits()})
-
-    @app.get("/api/v1/rejections", tags=["service"], summary="Rejected callbacks (bounded log; oldest dropped)")
-    def rejected(limit: int = Query(default=100, ge=1, le=1000)) -> JSONResponse:
-        rows = [{**r, "at": r["at"].isoformat().replace("+00:00", "Z") if r.get("at") else None}
-                for r in svc().store.rejections(limit=limit)]
-        return answer(200, {**svc().store.rejection_counts(), "rejections": rows})
-
-    @app.post(
-        "/api/v1/hooks/pre-merge",
-        tags=["gate"],
-        summary="Merge gate: lakeFS pre-merge webhook",
-        responses={412: {"description": "merge blocked; reasons listed"}},
-    )
-    def gate(event: PreMergeEvent) -> JSONResponse:
-        decision = svc().gate(event.model_dump())
-        return answer(200 if decision.allowed else 412, decision.body)
-
-    @app.get("/api/v1/repositories/{repo}/refs/{ref}/checks", tags=["checks"], summary="Checks of a commit")
-    def list_checks(repo: str, ref: str) -> JSONResponse:
-        return answer(200, svc().list(repo, ref))
-
-    @app.post(
-        "/api/v1/repositories/{repo}/refs/{ref}/checks",
-        tags=["checks"],
-        summary="Trigger the checks of a commit (in the background)",
-        status_code=202,
-        dependencies=[Depends(require_api_token)],
-    )
-    def trigger(
-        repo: str,
-        ref: str,
-        id: str | None = Query(default=None, pattern=CHECK_ID),  # noqa: A002 - the API's name
-        body: TriggerBody | None = Body(default=None),
-    ) -> JSONResponse:
-        report = svc().trigger(repo, ref, id or (body.id if body else None))
-        return answer(202 if any(c["triggered"] for c in report["checks"]) else 200, report)
-
-    @app.get("/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}", tags=["checks"], summary="One check")
-    def get_check(repo: str, ref: str, check_id: str) -> JSONResponse:
-        return answer(200, svc().get(repo, ref, check_id))
-
-    @app.post(
-        "/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}/retry",
-        tags=["checks"],
-        summary="Retry a FAILED or LOST check",
-        status_code=202,
-        dependencies=[Depends(require_api_token)],
-    )
-    def retry(repo: str, ref: str, check_id: str) -> JSONResponse:
-        return answer(202, svc().retry(repo, ref, check_id))
-
-    @app.post(
-        "/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}",
-        tags=["executors"],
-        summary="Callback: the executor's result (token from the event)",
-    )
-    def callback(
-        request: Request, repo: str, ref: str, check_id: str, body: CallbackBody,
-        token: str = Query(min_length=1, max_length=512),
-    ) -> JSONResponse:
-        client = request.client.host if request.client else None
-        return answer(200, svc().callback(repo, ref, check_id, token, body.model_dump(), client=client))
-
-    @app.get(
-        "/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}/output",
-        tags=["checks"],
-        summary="The executor log of the check's current execution",
-        response_class=PlainTextResponse,
-    )
-    def get_output(repo: str, ref: str, check_id: str) -> PlainTextResponse:
-        return PlainTextResponse(svc().output(repo, ref, check_id))
-
-    @app.post(
-        "/api/v1/repositories/{repo}/refs/{ref}/checks/{check_id}/output",
-        tags=["executors"],
-        summary=f"Append to the executor log (the event's output_url; text, at most {MAX_OUTPUT_CHARS} characters)",
-        openapi_extra={"requestBody": {"required": True, "content": {"text/plain": {"schema": {"type": "string"}}}}},
-    )
-    async def append_output(request: Request, repo: str, ref: str, check_id: str) -> JSONResponse:
-        token = request.query_params.get("token") or ""
-        header = request.headers.get("authorization", "")
-        if not token and header.lower().startswith("bearer "):
-            token = header[7:].strip()
-        raw = await request.body()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise BadInput("the log must be UTF-8 text") from None
-        client = request.client.host if request.client else None
-        result = await asyncio.to_thread(svc().append_output, repo, ref, check_id, token, text, client=client)
-        return answer(200, result)
-
-    def page(name: str) -> Response:
-        body = (resources.files("lakewarden.checks.page") / name).read_bytes()
-        return Response(body, media_type="text/html; charset=utf-8")
-
-    @app.get("/", include_in_schema=False)
-    @app.get("/ui", include_in_schema=False)
-    def index_page() -> Response:
-        return page("index.html")
-
-    @app.get("/ui/repositories/{repo}/refs/{ref}", include_in_schema=False)
-    def commit_page(repo: str, ref: str) -> Response:
-        return page("commit.html")
-
-    @app.get("/ui/assets/{name}", include_in_schema=False)
-    def asset(name: str) -> Response:
-        if name not in ASSETS:
-            return _json_error(404, f"no such asset: {name}")
-        return Response((resources.files("lakewarden.checks.page") / name).read_bytes(), media_type=ASSETS[name])
-
+    api = Api(service=svc, answer=answer, require_api_token=require_api_token, refuse=_json_error)
+    for routes in (service_routes, gate_routes, checks_routes, executors_routes, pages_routes):
+        app.include_router(routes.router(api))
     return app
 
 
