@@ -60,16 +60,16 @@ MIN_SAFE_AGE = timedelta(hours=1)
 STORAGE_CLOCK_SKEW = CLOCK_SKEW
 RUNS = "gc_uncommitted_runs"  # a state table (lakewarden.state_tables), kept across runs
 RUNS_TABLE = qualified(RUNS)
-PREVIOUS_INVENTORY_TABLE = f"{SNAPSHOT_SCHEMA}.gc_uncommitted_previous_inventory"
-PREVIOUS_RANGES_TABLE = f"{SNAPSHOT_SCHEMA}.gc_uncommitted_previous_ranges"
+PREVIOUS_INVENTORY = "gc_uncommitted_previous_inventory"
+PREVIOUS_RANGES = "gc_uncommitted_previous_ranges"
+PREVIOUS_INVENTORY_TABLE = f"{SNAPSHOT_SCHEMA}.{PREVIOUS_INVENTORY}"
+PREVIOUS_RANGES_TABLE = f"{SNAPSHOT_SCHEMA}.{PREVIOUS_RANGES}"
 #: what the page's "kept" ages count for this job
 KEPT_UNCOMMITTED_NOTE = (
     "kept: uncommitted objects this run considered and keeps (staged, younger than --min-age, or not deletable); "
     "committed objects are always kept and not counted here"
 )
 STORAGE_TABLE = f"{SNAPSHOT_SCHEMA}.storage_inventory"
-INVENTORY_DDL = "physical_address string, size bigint, last_modified timestamp"
-RANGES_DDL = "range_id string"
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -327,6 +327,7 @@ def mark_uncommitted(
     from pyspark.sql import functions as F
 
     from lakewarden.inventories.common import manifest_fingerprint
+    from lakewarden.snapshot import source_ddl
     from lakewarden.stores import StoreOptions
 
     spark = context.spark
@@ -378,8 +379,11 @@ def mark_uncommitted(
             storage = previous_inventory(spark, previous)
         storage.write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
         phase("storage_inventory")
-        _point_table(spark, PREVIOUS_INVENTORY_TABLE, INVENTORY_DDL, previous.uncommitted_inventory_location if previous else None)
-        _point_table(spark, PREVIOUS_RANGES_TABLE, RANGES_DDL, previous.scanned_ranges_location if previous else None)
+        # their columns as the sources declare them (models/sources.yml, lakewarden.snapshot.source_ddl)
+        _point_table(spark, PREVIOUS_INVENTORY_TABLE, source_ddl("lakewarden", PREVIOUS_INVENTORY),
+                     previous.uncommitted_inventory_location if previous else None)
+        _point_table(spark, PREVIOUS_RANGES_TABLE, source_ddl("lakewarden", PREVIOUS_RANGES),
+                     previous.scanned_ranges_location if previous else None)
         variables: dict[str, Any] = {
             "gc_uncommitted_mode": mode,
             "gc_uncommitted_min_age_seconds": int(min_age.total_seconds()),
