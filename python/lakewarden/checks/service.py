@@ -20,7 +20,8 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from lakewarden.checks.catalog import Catalog, ResolvedRef
-from lakewarden.checks.config import CheckDefinition, ServiceConfig, collect_checks
+from lakewarden.checks.config import ServiceConfig, collect_checks
+from lakewarden.checks.definitions import CheckDefinition
 from lakewarden.checks.dag_watch import DagRunWatcher
 from lakewarden.checks.errors import Conflict, NotFound
 from lakewarden.checks.executors import EXECUTORS, ExecutionRequest, prepare_properties

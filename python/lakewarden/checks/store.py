@@ -53,7 +53,7 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.types import TypeDecorator
 
-from lakewarden.checks.config import CheckDefinition
+from lakewarden.checks.definitions import CheckDefinition
 from lakewarden.checks.errors import Conflict, NotFound, TokenRejected
 from lakewarden.checks.states import ACTIVE, RETRYABLE, Status
 

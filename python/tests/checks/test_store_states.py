@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
-from lakewarden.checks.config import CheckDefinition
+from lakewarden.checks.definitions import CheckDefinition
 from lakewarden.checks.errors import ChecksError
 from lakewarden.checks.states import TRANSITIONS, Status, can_transition
 from lakewarden.checks.store import Store, hash_token, metadata_obj, normalise_db_url, tokens

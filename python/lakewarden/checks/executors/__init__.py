@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
 import requests
 
-from lakewarden.checks.config import CheckDefinition, ExecutorEndpoint
+from lakewarden.checks.definitions import CheckDefinition, ExecutorEndpoint
 from lakewarden.checks.templating import render_env
 from lakewarden.errors import BadInput
 
