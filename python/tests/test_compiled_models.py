@@ -34,6 +34,23 @@ def test_every_project_model_is_one_the_runner_executes_as_dbt_does(test_state_d
             assert config["materialized"] == "table", node.name
 
 
+def test_only_staging_reads_a_source_and_each_source_has_one_staging_view(test_state_dir):
+    """The project's layering (docs/architecture.md): a source is read by its one staging view;
+    intermediate steps and marts read staging, other steps and marts, never a source directly."""
+    manifest = parsed_manifest(dbt_location(test_state_dir))
+    models = [node for node in manifest.nodes.values() if node.resource_type == "model"]
+    readers: dict[str, list[str]] = {}
+    for node in models:
+        sources = [parent for parent in node.depends_on.nodes if parent.startswith("source.")]
+        for source in sources:
+            readers.setdefault(source, []).append(node.name)
+        if sources:
+            assert node.name.startswith("stg_"), f"{node.name} reads {sources}: only staging reads a source"
+            assert node.config.to_dict()["materialized"] == "view", node.name
+    assert readers, "the project reads its sources through staging"
+    assert {source: names for source, names in readers.items() if len(names) > 1} == {}
+
+
 JOB_SELECTIONS = [
     ("+gc_committed_marked_addresses +gc_committed_commits", {"retain_tags": True}),
     ("+gc_committed_marked_addresses +gc_committed_commits", {"retain_tags": False}),

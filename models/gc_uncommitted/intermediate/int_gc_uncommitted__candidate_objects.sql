@@ -21,7 +21,7 @@ storage_objects as (
 previous_inventory as (
 
     select distinct physical_address
-    from {{ source('lakewarden', 'gc_uncommitted_previous_inventory') }}
+    from {{ ref('stg_lakewarden__gc_uncommitted_previous_inventory') }}
     where {{ 'true' if optimized else 'false' }}
 
 ),

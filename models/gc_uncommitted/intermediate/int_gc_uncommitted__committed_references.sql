@@ -6,7 +6,7 @@
 -- read are in neither its uncommitted inventory nor among the objects written since.
 
 {%- set optimized = var('gc_uncommitted_mode', 'clean') == 'optimized' %}
--- depends_on: {{ source('lakewarden', 'gc_uncommitted_previous_ranges') }}
+-- depends_on: {{ ref('stg_lakewarden__gc_uncommitted_previous_ranges') }}
 
 with
 
@@ -31,7 +31,7 @@ read_ranges as (
     {%- if optimized %}
     where ranges.range_id in ({{ range_list(
         "select distinct listed.range_id from " ~ ref('stg_lakefs__ranges') ~ " as listed"
-        ~ " left anti join " ~ source('lakewarden', 'gc_uncommitted_previous_ranges') ~ " as previously_read"
+        ~ " left anti join " ~ ref('stg_lakewarden__gc_uncommitted_previous_ranges') ~ " as previously_read"
         ~ " on listed.range_id = previously_read.range_id"
     ) }})
     {%- endif %}

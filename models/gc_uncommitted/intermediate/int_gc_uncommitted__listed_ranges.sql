@@ -22,7 +22,7 @@ metaranges as (
 previously_read_ranges as (
 
     select distinct range_id
-    from {{ source('lakewarden', 'gc_uncommitted_previous_ranges') }}
+    from {{ ref('stg_lakewarden__gc_uncommitted_previous_ranges') }}
     where {{ 'true' if optimized else 'false' }}
 
 ),

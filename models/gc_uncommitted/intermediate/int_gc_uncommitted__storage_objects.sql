@@ -13,7 +13,7 @@ repository as (
 
 storage_inventory as (
 
-    select * from {{ source('lakewarden', 'storage_inventory') }}
+    select * from {{ ref('stg_lakewarden__storage_inventory') }}
 
 ),
 
