@@ -266,10 +266,10 @@ class LakeFSCatalog:
     the server and credentials by lakectl's rule, the retry policy)."""
 
     def __init__(self, config: LakeFSConfig):
+        self._client = sdk_client(config)  # first: without lakefs-sdk, its one-line bad input
         import lakefs_sdk
 
         self._sdk = lakefs_sdk
-        self._client = sdk_client(config)
         self._lock = threading.Lock()
 
     def _call(self, fn: Any, *args: Any, not_found: str, **kwargs: Any) -> Any:

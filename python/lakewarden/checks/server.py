@@ -54,7 +54,6 @@ OPENAPI_PATH = "/api/v1/openapi.json"
 OPENAPI_FILE = Path(__file__).with_name("openapi.json")
 
 
-
 # -- limits ----------------------------------------------------------------------------------------
 
 

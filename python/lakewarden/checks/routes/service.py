@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 
 from lakewarden.checks.routes import Api
 
+# the server's logger: the health endpoint's records keep the name they had before the routes moved here
 log = logging.getLogger("lakewarden.checks.server")
 
 
