@@ -1,6 +1,6 @@
 """Benchmark: ``lakewarden gc uncommitted`` clean and optimized runs vs. DuckDB's anti-join.
 
-    python benchmarks/uncommitted_gc.py --objects 1000000 [--workdir DIR]   (needs duckdb: the bench extra)
+    python benchmarks/uncommitted_gc.py --objects 1000000 [--repeat N] [--workdir DIR]   (needs duckdb: the bench extra)
 
 Writes a synthetic repository snapshot on ``s3://bench-inventory/repo`` (Parquet tables, no
 object files): a chain of commits, each adding one range, that reference 9/10 of N objects (a
@@ -24,6 +24,12 @@ Prints wall times, each run's phases and ranges read (from its report), the rati
 optimized/clean, the issue's (optimized - noop) / (clean - noop) (target <= 20%), noop / plain
 PySpark (target <= 1.5x; the no-op must read no range) and clean/DuckDB, and checks that every run marked what DuckDB counts and the generator
 expects (exit 1 if not). Figures, not assertions about time.
+
+``--repeat N``: steps 3 and 4 (optimized, clean at the same moment, no-op) N times, each time
+from a copy of the state the first clean run left, in that order; the issue's ratio is then
+printed for every repeat and from the three runs' medians. Its two differences are a few
+seconds each on runs of ~20 s, and one process's wall time varies by 1-2 s on two cores: one
+triple's ratio swung between 118% and 174% on the same code.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -408,8 +415,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--objects", type=int, default=1_000_000, help="objects the inventory lists (default 1M); 9/10 are referenced")
     parser.add_argument("--range-entries", type=int, default=20_000, help="entries per range (default 20000): one range per commit")
+    parser.add_argument("--repeat", type=int, default=1, help="optimized, clean and no-op runs this many times (default 1; medians)")
     parser.add_argument("--workdir", type=Path, help="keep data here (default: a temporary directory, removed afterwards)")
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     try:
         import duckdb  # noqa: F401
     except ImportError:
@@ -417,14 +427,15 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakewarden-bench-uc-"))
     try:
-        return _run(args.objects, args.range_entries, workdir.resolve())
+        return _run(args.objects, args.range_entries, workdir.resolve(), args.repeat)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _run(objects: int, range_entries: int, workdir: Path) -> int:
-    for stale in ("snapshot-1", "snapshot-2", "inventory", "state", "report-clean", "report-optimized", "report-clean-2", "report-noop"):
+def _run(objects: int, range_entries: int, workdir: Path, repeat: int = 1) -> int:
+    for stale in ("snapshot-1", "snapshot-2", "inventory", "state", "state-after-clean", "report-clean", "report-optimized",
+                  "report-clean-2", "report-noop", "repeats"):
         shutil.rmtree(workdir / stale, ignore_errors=True)  # a kept --workdir: start from nothing
     # -- the repository and the inventory at the clean run ----------------------------------------
     started = time.perf_counter()
@@ -459,6 +470,7 @@ def _run(objects: int, range_entries: int, workdir: Path) -> int:
     print(f"ratio clean / DuckDB         {clean.seconds / duck_seconds:>12.2f} x", flush=True)
     ok = _check("clean", clean.num_marked, duck_count, len(old_uploads))
     ok &= clean.bytes_marked == duck_bytes
+    shutil.copytree(state, workdir / "state-after-clean")  # where every repeat's optimized run starts
 
     # -- 1% churn: new commits and new uploads, two days later -------------------------------------
     started = time.perf_counter()
@@ -514,8 +526,42 @@ def _run(objects: int, range_entries: int, workdir: Path) -> int:
           f"{'met' if noop.seconds / plain.seconds <= 1.5 else 'NOT met'}); no-op read {noop_reads} ranges "
           f"(target 0: {'met' if noop_reads == 0 else 'NOT met'})")
     ok &= noop.num_marked == clean2.num_marked
+    if repeat > 1:
+        ok &= _repeats(repeat, workdir, snapshot2, manifest2, now2, (optimized, clean2, noop), expected2)
     print("results: " + ("OK" if ok else "MISMATCH (see above)"))
     return 0 if ok else 1
+
+
+def _repeats(
+    repeat: int, workdir: Path, snapshot: Path, manifest: Path, now: datetime, first: tuple[CliRun, CliRun, CliRun], expected: int
+) -> bool:
+    """Steps 3 and 4 again, ``repeat - 1`` more times, each from a copy of the state the first
+    clean run left; every run checked against the first triple's marks. Prints each triple's
+    share and the share of the three runs' medians."""
+    triples = [first]
+    ok = True
+    for number in range(2, repeat + 1):
+        base = workdir / "repeats" / str(number)
+        state = base / "state"
+        shutil.copytree(workdir / "state-after-clean", state)
+        optimized = run_uncommitted(snapshot, manifest, now, state, base / "report-optimized", clean=False)
+        clean = run_uncommitted(snapshot, manifest, now, state, base / "report-clean-2", clean=True)
+        noop = run_uncommitted(snapshot, manifest, now, state, base / "report-noop", clean=False)
+        ok &= optimized.summary.get("run_mode") == "optimized" and noop.summary.get("ranges_read") == 0
+        ok &= optimized.num_marked == clean.num_marked == noop.num_marked == expected
+        triples.append((optimized, clean, noop))
+    print(f"repeats ({repeat} of optimized, clean at the same moment, no-op; seconds, each from the first clean run's state):")
+    for number, (optimized, clean, noop) in enumerate(triples, 1):
+        share = incremental_share(optimized.seconds, clean.seconds, noop.seconds)
+        shown = "undefined" if math.isnan(share) else f"{share:.1%}"
+        print(f"  {number}: {optimized.seconds:6.1f} {clean.seconds:6.1f} {noop.seconds:6.1f}   share {shown:>9}")
+    medians = [statistics.median(run.seconds for run in runs) for runs in zip(*triples)]
+    print(f"medians:   {medians[0]:6.1f} {medians[1]:6.1f} {medians[2]:6.1f}")
+    share = incremental_share(*medians)
+    print(f"(optimized - noop)/(clean - noop), medians of {repeat} {describe_share(share, 0.20)}")
+    if not ok:
+        print("  a repeat marked otherwise than the first runs (or was not optimized / read a range)")
+    return ok
 
 
 if __name__ == "__main__":
