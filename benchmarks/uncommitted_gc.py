@@ -536,8 +536,8 @@ def _repeats(
     repeat: int, workdir: Path, snapshot: Path, manifest: Path, now: datetime, first: tuple[CliRun, CliRun, CliRun], expected: int
 ) -> bool:
     """Steps 3 and 4 again, ``repeat - 1`` more times, each from a copy of the state the first
-    clean run left; every run checked against the first triple's marks. Prints each triple's
-    share and the share of the three runs' medians."""
+    clean run left; every run's marked count checked against the generator's (which the first
+    triple matched with DuckDB's). Prints each triple's share and the share of the medians."""
     triples = [first]
     ok = True
     for number in range(2, repeat + 1):
