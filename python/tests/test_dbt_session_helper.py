@@ -92,3 +92,18 @@ def test_the_helper_runs_compiled_code_with_spark_bound_to_the_active_session(mo
     helper.submit("import lakewarden_helper_probe\nlakewarden_helper_probe.seen['spark'] = spark\n")
     assert seen["spark"] is sentinel
     assert helper.identifier == "lakewarden.m"
+
+
+def test_the_shipped_profile_starts_the_jvm_as_lakewardens_own_runs_do() -> None:
+    """profiles/profiles.yml's local target gives its JVM the collector and compiler thresholds of
+    a large lakewarden run (spark_session.GC_OPTIONS, JIT_OPTIONS["full"]): written out there
+    (YAML), held equal here, so a change to one is a change to both."""
+    from pathlib import Path
+
+    import yaml
+
+    from lakewarden.runtime.spark_session import GC_OPTIONS, JIT_OPTIONS
+
+    profile = yaml.safe_load((Path(__file__).resolve().parents[2] / "profiles" / "profiles.yml").read_text())
+    parameters = profile["lakewarden"]["outputs"]["local"]["server_side_parameters"]
+    assert parameters["spark.driver.extraJavaOptions"].split() == f"{GC_OPTIONS} {JIT_OPTIONS['full']}".split()
