@@ -1,13 +1,14 @@
-"""A job on a small snapshot evaluates expressions interpreted, on a large one in Spark's
-generated code (lakewarden.runtime.spark_session.suit_expressions_to_size): the same rows either
-way, each job its own settings in a shared session, and a user's own settings kept."""
+"""A job on a small snapshot evaluates expressions interpreted, without adaptive execution and
+on one shuffle partition, on a large one in Spark's generated code with adaptive execution
+(lakewarden.runtime.spark_session.suit_session_to_size): the same rows either way, each job its
+own settings in a shared session, and a user's own settings kept."""
 
 from __future__ import annotations
 
 import pytest
 
 from lakewarden.runtime import spark_session
-from lakewarden.runtime.spark_session import SMALL_SNAPSHOT_BYTES, suit_expressions_to_size
+from lakewarden.runtime.spark_session import SMALL_SNAPSHOT_BYTES, suit_session_to_size
 
 pytestmark = pytest.mark.spark
 
@@ -36,24 +37,30 @@ def rows_and_plan(spark) -> tuple[list[tuple], str]:
 
 def test_small_is_interpreted_large_is_generated_and_the_rows_are_the_same(spark):
     try:
-        assert suit_expressions_to_size(spark, 1024) is True
+        assert suit_session_to_size(spark, 1024) is True
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+        assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "1"
         small_rows, small_plan = rows_and_plan(spark)
 
-        assert suit_expressions_to_size(spark, SMALL_SNAPSHOT_BYTES) is False
+        assert suit_session_to_size(spark, SMALL_SNAPSHOT_BYTES) is False
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "true"
+        assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+        own = spark_session._settings_before["spark.sql.shuffle.partitions"] or "200"  # noqa: SLF001 - what came back
+        assert spark.conf.get("spark.sql.shuffle.partitions") == own != "1", "the session's own (spark_conf: 8)"
         large_rows, large_plan = rows_and_plan(spark)
     finally:
-        suit_expressions_to_size(spark, None)
+        suit_session_to_size(spark, None)
 
     assert small_rows == large_rows and len(small_rows) == 7 * 97
     assert "*(" not in small_plan, "a small job's plan has no whole-stage generated code"
     assert "*(" in large_plan, "a large job's plan runs in whole-stage generated code"
+    assert "AdaptiveSparkPlan" not in small_plan and "AdaptiveSparkPlan" in large_plan
 
 
 def test_unknown_size_is_generated_code(spark):
-    assert suit_expressions_to_size(spark, None) is False
+    assert suit_session_to_size(spark, None) is False
     assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
 
 
@@ -61,11 +68,16 @@ def test_the_sessions_own_settings_come_back_after_a_small_job(spark, monkeypatc
     """Settings given to the session before any job (spark-submit --conf) are the large jobs' settings."""
     monkeypatch.setattr(spark_session, "_settings_before", {})
     spark.conf.set("spark.sql.codegen.wholeStage", "false")
+    own_partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "5")
     try:
-        suit_expressions_to_size(spark, 10)
+        suit_session_to_size(spark, 10)
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
-        suit_expressions_to_size(spark, 1 << 40)
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "1"
+        suit_session_to_size(spark, 1 << 40)
         assert spark.conf.get("spark.sql.codegen.wholeStage") == "false", "the user's setting, not Spark's default"
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "5", "the user's setting, not the small form's"
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
     finally:
         spark.conf.set("spark.sql.codegen.wholeStage", "true")
+        spark.conf.set("spark.sql.shuffle.partitions", own_partitions)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.runtime.spark_session import SparkStarter, is_small_snapshot, jit_mode, ranges_bytes, suit_expressions_to_size
+from lakewarden.runtime.spark_session import SparkStarter, is_small_snapshot, jit_mode, ranges_bytes, suit_session_to_size
 from lakewarden.runtime.state_dir import add_state_option, state_dir
 from lakewarden.timestamps import parse_rfc3339, rfc3339
 
@@ -354,8 +354,9 @@ def _started_job(
     spark = starter.session()
     if size is None:
         size = ranges_bytes(snapshot_dir)
-    # interpreted expressions on a small snapshot, generated code on a large one (spark_session)
-    suit_expressions_to_size(spark, size)
+    # a small snapshot: interpreted expressions, one shuffle partition, no adaptive execution;
+    # a large one: the session's own settings (spark_session.suit_session_to_size)
+    suit_session_to_size(spark, size)
     snapshot = register_snapshot(spark, checked, schema=SNAPSHOT_SCHEMA)
     return JobContext(
         job=job,

@@ -120,7 +120,7 @@ def jit_mode(ranges_bytes: int | None = None) -> str:
 
 #: A snapshot with fewer bytes of range rows than this (:func:`ranges_bytes`: about 100k
 #: entries) is small, and its run takes the small form everywhere at once: expressions
-#: interpreted instead of compiled (:func:`suit_expressions_to_size`), intermediate tables held
+#: interpreted instead of compiled and one shuffle partition (:func:`suit_session_to_size`), intermediate tables held
 #: in the session's memory and range lists run as the subqueries they are
 #: (lakewarden.jobs.common.JobContext.model_runner). One size for all three: each pays on a
 #: run of a few dozen short queries over a few thousand rows and costs on millions of rows.
@@ -133,41 +133,55 @@ def is_small_snapshot(size: int | None) -> bool:
     return size is not None and size < SMALL_SNAPSHOT_BYTES
 
 
-#: the session settings :func:`suit_expressions_to_size` chooses, and Spark's defaults for them
-_EXPRESSION_SETTINGS = {
+#: the session settings :func:`suit_session_to_size` chooses: (a small snapshot's, Spark's default)
+_SMALL_FORM_SETTINGS = {
     "spark.sql.codegen.wholeStage": ("false", "true"),
     "spark.sql.codegen.factoryMode": ("NO_CODEGEN", "FALLBACK"),
+    "spark.sql.adaptive.enabled": ("false", "true"),
+    "spark.sql.shuffle.partitions": ("1", "200"),
 }
 #: the values the session had before the first change (a user's spark-submit --conf stays theirs)
 _settings_before: dict[str, str | None] = {}
 
 
-def suit_expressions_to_size(spark: "SparkSession", size: int | None) -> bool:
-    """Interpreted expressions for a small snapshot's job (:func:`is_small_snapshot`), Spark's
-    generated code otherwise; returns whether interpreted.
+def suit_session_to_size(spark: "SparkSession", size: int | None) -> bool:
+    """The small form's session settings for a small snapshot's job (:func:`is_small_snapshot`),
+    the session's own otherwise; returns whether small.
 
     Why: on a small repository a run is a few dozen short queries over a few thousand rows, and
-    Spark compiles Java source for every stage of each (Janino, then the JVM's compilers on the
-    new classes). Profiled on the 900-entry sample of the lifecycle tests, four runs in one
-    session: compiling was a quarter of the JVM's samples, and the JVM used 112 CPU seconds
-    with generated code against 94 interpreted (72 with the JVM's quick compiler as well), the
-    runs 8-20 % faster. On millions of rows the generated code wins by far. The rows a query
-    returns are the same either way: the interpreted path is the one Spark itself falls back
-    to when a generated class does not compile.
+    what costs is Spark's work around the rows, not the rows:
 
-    The settings are the session's (a runtime SQL setting): a long-lived session that runs a
+    * Interpreted expressions, not generated code: Spark compiles Java source for every stage
+      of each query (Janino, then the JVM's compilers on the new classes). Profiled on the
+      900-entry sample of the lifecycle tests, four runs in one session: compiling was a
+      quarter of the JVM's samples, and the JVM used 112 CPU seconds with generated code
+      against 94 interpreted (72 with the JVM's quick compiler as well), the runs 8-20 % faster.
+    * One shuffle partition and no adaptive execution: adaptive execution runs each shuffle
+      and broadcast of a query as a job of its own and plans the rest again after each (a
+      small lifecycle run sent 160 jobs for 35 statements); with one partition a query is one
+      job of one task a stage. ``test_gc_committed.py`` (18 tests, ~40 job runs): 130-132
+      machine CPU seconds with adaptive execution and 8 partitions, 112-113 with this, twice
+      in turn. Each alone was no gain (adaptive execution off with 8 partitions: 8 tasks a
+      stage; one partition with adaptive execution on: the same jobs).
+
+    On millions of rows the generated code and adaptive execution win by far. The rows a query
+    returns are the same either way: the interpreted path is the one Spark itself falls back
+    to when a generated class does not compile, and partitions and join strategies change how
+    rows move, not which rows there are.
+
+    The settings are the session's (runtime SQL settings): a long-lived session that runs a
     small job and then a large one (the test suite, a notebook) gets each its own; above the
     threshold the values the session had before the first change come back."""
-    interpreted = is_small_snapshot(size)
-    for key, (small, default) in _EXPRESSION_SETTINGS.items():
+    small = is_small_snapshot(size)
+    for key, (small_value, default) in _SMALL_FORM_SETTINGS.items():
         if key not in _settings_before:
             _settings_before[key] = spark.conf.get(key, None)
-        if interpreted:
-            spark.conf.set(key, small)
+        if small:
+            spark.conf.set(key, small_value)
         else:
             before = _settings_before[key]
             spark.conf.set(key, before if before is not None else default)
-    return interpreted
+    return small
 
 
 def ranges_bytes(snapshot_dir: Path | None) -> int | None:
