@@ -369,21 +369,26 @@ def keep_considered(rows: "DataFrame", key_column: str, uri_root: str, considere
     rows as one cut after them, and the checks and the address's text then run on the tenth of a
     report the run keeps (1% churn) instead of all of it (:func:`report_rows_in_namespace`). An
     unknown ``last_modified`` is not "written after": such an object stays only when the previous
-    inventory lists it (the models treat unknown age as young)."""
+    inventory lists it (the models treat unknown age as young).
+
+    One filter, ``written after OR key IN (previous keys)``: Spark runs the IN as an existence
+    join, each report row once with a flag, the previous keys broadcast as they are. A left join
+    needed them distinct first (a shuffle) so as not to repeat a row; a union of the two halves
+    read the report twice. 1M report rows, 1% churn, 2 cores: the optimized run's load 6.4-6.9 s
+    and its storage phase 1.75-1.80 s, against 7.8-8.8 s and 1.93-2.14 s with the left join. A
+    NULL key or a NULL among the previous keys keeps no row the left join would not."""
     from pyspark.sql import functions as F
 
-    previous_keys = (
-        considered.previous.where(F.col("physical_address").startswith(uri_root))
-        .select(F.substring(F.col("physical_address"), len(uri_root) + 1, 1 << 30).alias("_previous_key"))
-        .distinct()
+    previous_keys = considered.previous.where(F.col("physical_address").startswith(uri_root)).select(
+        F.substring(F.col("physical_address"), len(uri_root) + 1, 1 << 30).alias("previous_key")
     )
     # the literal the models compare with (int_gc_uncommitted__candidate_objects)
-    cutoff = F.expr(f"to_timestamp('{rfc3339(considered.cutoff)}')")
-    written_since = F.coalesce(F.col("last_modified") > cutoff, F.lit(False))
-    return (
-        rows.join(previous_keys, F.col(key_column) == F.col("_previous_key"), "left")
-        .where(written_since | F.col("_previous_key").isNotNull())
-        .drop("_previous_key")
+    cutoff = f"to_timestamp('{rfc3339(considered.cutoff)}')"
+    return rows.sparkSession.sql(
+        "select * from {rows} "
+        f"where coalesce(last_modified > {cutoff}, false) or `{key_column}` in (select previous_key from {{previous}})",
+        rows=rows,
+        previous=previous_keys,
     )
 
 

@@ -427,3 +427,29 @@ def test_each_reading_check_agrees_with_its_regular_expressions_as_first_written
     disagreements = judged.where(~F.col("guarded").eqNullSafe(F.col("first"))).collect()
     assert not disagreements, disagreements[:10]
     assert judged.where("guarded").count() > 100 and judged.where("not guarded").count() > 100
+
+
+def test_the_cut_keeps_objects_written_after_the_cutoff_or_listed_before_each_once(spark: Any) -> None:
+    """keep_considered (an optimized uncommitted run's cut of a report) keeps exactly the rows
+    written after the cutoff or whose address the previous uncommitted inventory lists, each
+    row once: with the previous keys repeated, a NULL among them, addresses outside the root,
+    rows without a time (kept only when listed) and a NULL key (never listed)."""
+    from lakewarden.inventory import Considered, keep_considered
+
+    root = "s3://bucket/"
+    cutoff = T0 + timedelta(days=1)
+    before, after = cutoff - timedelta(seconds=1), cutoff + timedelta(microseconds=1)
+    rows = [  # (key, last_modified, n): n tells repeated keys apart
+        ("repo/old-listed", before, 1), ("repo/old-listed", before, 2), ("repo/old-unlisted", before, 3),
+        ("repo/new", after, 4), ("repo/new-listed", after, 5), ("repo/at-cutoff", cutoff, 6),
+        ("repo/untimed-listed", None, 7), ("repo/untimed", None, 8), (None, before, 9), (None, after, 10),
+    ]
+    frame = spark.createDataFrame(rows, "key string, last_modified timestamp, n int")
+    previous = spark.createDataFrame(
+        [(f"{root}{key}",) for key in ("repo/old-listed", "repo/old-listed", "repo/new-listed", "repo/untimed-listed")]
+        + [("s3://other/repo/old-unlisted",), ("repo/old-unlisted",), (None,)],
+        "physical_address string",
+    )
+    kept = keep_considered(frame, "key", root, Considered(cutoff=cutoff, previous=previous)).collect()
+    assert sorted(row["n"] for row in kept) == [1, 2, 4, 5, 7, 10]
+    assert set(kept[0].asDict()) == {"key", "last_modified", "n"}
