@@ -81,3 +81,24 @@ def test_the_sessions_own_settings_come_back_after_a_small_job(spark, monkeypatc
     finally:
         spark.conf.set("spark.sql.codegen.wholeStage", "true")
         spark.conf.set("spark.sql.shuffle.partitions", own_partitions)
+
+
+def test_records_larger_than_the_small_engines_page_sort_aggregate_and_join(spark):
+    """The suite's session has the small engine's 1 MB pages (spark_session.SMALL_ENGINE_CONF,
+    as a job on a small snapshot): a record of 3 MB still sorts, aggregates and joins (Spark
+    gives it a page of its own size)."""
+    assert spark.sparkContext.getConf().get("spark.buffer.pageSize") == "1m"
+    try:
+        suit_session_to_size(spark, 1024)
+        rows = spark.sql(
+            """
+            with big as (select id, repeat(cast(id as string), 3 * 1024 * 1024) as blob from range(0, 4)),
+            grouped as (select id % 2 as k, max(blob) as blob, count(*) as n from big group by id % 2)
+            select g.k, length(g.blob) as size, g.n, b.id
+            from grouped g join big b on g.blob = b.blob
+            order by g.blob
+            """
+        ).collect()
+    finally:
+        suit_session_to_size(spark, None)
+    assert [tuple(row) for row in rows] == [(0, 3 * 1024 * 1024, 2, 2), (1, 3 * 1024 * 1024, 2, 3)]

@@ -147,3 +147,45 @@ def test_jit_follows_the_size_of_the_range_rows(tmp_path: Path, monkeypatch: pyt
     assert refused.value.field == "LAKEWARDEN_JVM_JIT"
     assert JIT_OPTIONS["quick"] in spark_conf(tmp_path, jit="quick")["spark.driver.extraJavaOptions"]
     assert "TieredStopAtLevel" not in spark_conf(tmp_path, jit="full")["spark.driver.extraJavaOptions"]
+
+
+def test_small_engine_pages_follow_the_snapshot_a_job_starts_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job's JVM starts with 1 MB memory pages when its snapshot is small, Spark's own when it
+    is large or unknown; a user's ``LAKEWARDEN_SPARK_CONF`` has the last word."""
+    from lakewarden.jobs import common
+    from lakewarden.jobs.options import RunOptions
+    from lakewarden.runtime.spark_session import SMALL_SNAPSHOT_BYTES, spark_conf
+
+    monkeypatch.delenv("LAKEWARDEN_SPARK_CONF", raising=False)
+    monkeypatch.delenv("LAKEWARDEN_JVM_JIT", raising=False)
+    assert spark_conf(tmp_path, small=True)["spark.buffer.pageSize"] == "1m"
+    assert "spark.buffer.pageSize" not in spark_conf(tmp_path)
+    monkeypatch.setenv("LAKEWARDEN_SPARK_CONF", "spark.buffer.pageSize=8m")
+    assert spark_conf(tmp_path, small=True)["spark.buffer.pageSize"] == "8m"
+    monkeypatch.delenv("LAKEWARDEN_SPARK_CONF")
+
+    started: list[dict[str, object]] = []
+
+    class Starter:  # records what start_job asks for; starts no JVM
+        def __init__(self, state: Path, **options: object) -> None:
+            started.append(options)
+
+        def abandon(self) -> None:
+            pass
+
+    class Stop(Exception):
+        pass
+
+    def stop(*_args: object) -> None:
+        raise Stop
+
+    monkeypatch.setattr(common, "SparkStarter", Starter)
+    monkeypatch.setattr(common, "_started_job", stop)
+    for name, size in (("small", SMALL_SNAPSHOT_BYTES - 1), ("large", SMALL_SNAPSHOT_BYTES)):
+        snapshot = tmp_path / name
+        snapshot.mkdir()
+        (snapshot / "ranges.parquet").write_bytes(b"x" * size)
+        with pytest.raises(Stop):
+            common.start_job(RunOptions(snapshot=snapshot, dry_run=True, state=tmp_path / "state"), "gc-committed")
+    assert [options["small"] for options in started] == [True, False]
+    assert [options["jit"] for options in started] == ["quick", "quick"]
