@@ -83,8 +83,10 @@ def spark_conf(warehouse: Path, *, jit: str = "full", small: bool = False) -> di
 #: milliseconds, the collector 0.8-1.2 of the JVM's ~4 CPU seconds a warm lifecycle run of the
 #: 900-entry sample used. With 1 MB pages: 0.2 (3.46 JVM CPU seconds a run against 4.0, two
 #: runs of four in turn). A record larger than a page still gets a page of its own size.
-#: Large runs keep Spark's own size: a task holds at most 8,192 pages, and a large task's
-#: hash table needs them big.
+#: A process started for a large run keeps Spark's own size: a task holds at most 8,192 pages,
+#: and a large task's hash table needs them big. A long-lived session started small (a
+#: notebook's, the Python API's) keeps 1 MB pages for a later large job: 8 GB a task, more than
+#: the default 4 GB driver gives one; past that a task fails, it never marks differently.
 SMALL_ENGINE_CONF = {"spark.buffer.pageSize": "1m"}
 
 
