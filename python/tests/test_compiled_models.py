@@ -197,6 +197,39 @@ def test_the_small_form_holds_intermediates_in_memory_with_the_same_rows(spark, 
     assert spark.table("runner_test.late_view").first().n == 3
 
 
+@pytest.mark.parametrize("hold", [False, True])
+def test_a_view_named_in_as_tables_is_computed_once_as_a_table_with_the_same_rows(spark, hold):
+    """as_tables (an optimized uncommitted GC run's candidates): the view's rows are computed
+    once and the nodes reading it read them; a build without it keeps the view. In the small
+    form an int_ view so named is held in memory like an int_ table, unless a view reads it."""
+    for name in ("int_base", "int_shared", "int_by_view", "reads_shared", "reads_by_view"):
+        if spark.catalog.tableExists(f"runner_test.{name}"):
+            kind = spark.catalog.getTable(f"runner_test.{name}").tableType
+            spark.sql(f"drop {'view' if kind == 'VIEW' else 'table'} runner_test.{name}")
+    base = _node("int_base", "select id as n from range(6)", materialized="table")
+    shared = _node("int_shared", "select n from runner_test.int_base where n % 2 = 0", depends_on=[base.unique_id])
+    by_view = _node("int_by_view", "select n + 1 as n from runner_test.int_base", depends_on=[base.unique_id])
+    reads_shared = _node("reads_shared", "select sum(n) as n from runner_test.int_shared", materialized="table", depends_on=[shared.unique_id])
+    reads_by_view = _node("reads_by_view", "select max(n) as n from runner_test.int_by_view", depends_on=[by_view.unique_id])
+    nodes = [base, shared, by_view, reads_shared, reads_by_view]
+
+    runner = ModelRunner(spark, hold_intermediates=hold)
+    runner.build(nodes, as_tables=("int_shared", "int_by_view"))
+    assert spark.table("runner_test.reads_shared").first().n == 6
+    assert spark.table("runner_test.reads_by_view").first().n == 6
+    by_view_relation = runner.relation("runner_test.int_by_view")
+    assert spark.catalog.getTable(by_view_relation).tableType != "VIEW", "read by a view: a table"
+    if hold:
+        assert runner.relation("runner_test.int_shared") == "runner_test__int_shared", "held in memory"
+    else:
+        assert spark.catalog.getTable("runner_test.int_shared").tableType != "VIEW"
+
+    plain = ModelRunner(spark)
+    plain.build(nodes)
+    assert spark.catalog.getTable("runner_test.int_shared").tableType == "VIEW"
+    assert spark.table("runner_test.reads_shared").first().n == 6
+
+
 @pytest.mark.parametrize("concurrency", [1, 2])
 def test_a_failing_safety_test_fails_the_build_and_a_warning_one_does_not(spark, concurrency):
     runner = ModelRunner(spark, concurrency=concurrency)

@@ -10,7 +10,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
@@ -256,6 +256,7 @@ class JobContext:
         *,
         locations: "Mapping[str, Path] | None" = None,
         only_upstream_of: "Sequence[str] | None" = None,
+        as_tables: "Collection[str]" = (),
         **variables: object,
     ) -> "BuildResult":
         """Build a job's models with this run's variables, plus the singular safety tests whose
@@ -264,7 +265,8 @@ class JobContext:
         on this session. Generic and unit tests run in CI's full ``dbt build``. A node an
         earlier build of this run executed with the same compiled code is not executed again.
         ``only_upstream_of``: build only those models and what they depend on (the selection is
-        compiled whole, so a later build of the rest compiles nothing new)."""
+        compiled whole, so a later build of the rest compiles nothing new). ``as_tables``: views
+        this run computes once as tables (:meth:`ModelRunner.build`)."""
         from lakewarden.runtime.compiled_models import compile_selection, upstream_of
         from lakewarden.runtime.project import SENT
 
@@ -275,7 +277,7 @@ class JobContext:
             whole = nodes
             nodes = upstream_of(nodes, only_upstream_of)
             selection = f"{selection} (up to {', '.join(only_upstream_of)})"
-        result = runner.build(nodes, label=selection, locations=locations, selection=whole)
+        result = runner.build(nodes, label=selection, locations=locations, selection=whole, as_tables=as_tables)
         SENT["queries"] += result.statements
         log.info(
             "models %s: %d executed, %d already built, %d statements in %.1fs",

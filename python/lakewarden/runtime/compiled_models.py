@@ -34,7 +34,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from lakewarden.errors import LakewardenError
 
@@ -270,6 +270,13 @@ def read_by_views(nodes: Sequence[CompiledNode]) -> set[str]:
     return read
 
 
+def as_table(node: CompiledNode) -> CompiledNode:
+    """A view node executed as a table: its rows computed once, where it is read more than once."""
+    if node.resource_type != "model" or node.materialized != "view":
+        return node
+    return replace(node, materialized="table")
+
+
 def check_supported(node: CompiledNode) -> None:
     """Refuse a node the runner would execute differently from dbt."""
     if node.resource_type == "model":
@@ -322,14 +329,21 @@ class ModelRunner:
         label: str = "",
         locations: Mapping[str, Path] | None = None,
         selection: Sequence[CompiledNode] | None = None,
+        as_tables: Collection[str] = (),
     ) -> BuildResult:
         """Execute the nodes not yet executed with their code. ``locations``: models (by name)
         whose table is written at a given directory instead of the warehouse (a job keeps a
         mart there: it is written once, where it stays). ``selection``: the whole compiled
         selection ``nodes`` is a slice of (default ``nodes``): what a later slice reads
-        decides what this one may hold in memory."""
+        decides what this one may hold in memory. ``as_tables``: views (by name) this build
+        computes once as tables, because several of its queries read them (the same rows;
+        a view is computed again in every query that reads it)."""
         from lakewarden.runtime.progress import phase
 
+        if as_tables:
+            nodes = [as_table(node) if node.name in as_tables else node for node in nodes]
+            if selection is not None:
+                selection = [as_table(node) if node.name in as_tables else node for node in selection]
         self._locations = dict(locations or {})
         if self.hold_intermediates:
             self._keep_as_tables |= read_by_views(selection if selection is not None else nodes)
