@@ -20,9 +20,7 @@ storage_objects as (
 
 previous_inventory as (
 
-    select distinct physical_address
-    from {{ ref('stg_lakewarden__gc_uncommitted_previous_inventory') }}
-    where {{ 'true' if optimized else 'false' }}
+    select physical_address from {{ ref('stg_lakewarden__gc_uncommitted_previous_inventory') }}
 
 ),
 
@@ -34,10 +32,16 @@ classified as (
             when not {{ 'true' if optimized else 'false' }} then 'storage_inventory'
             when storage_objects.last_modified_at > {{ "to_timestamp('" ~ cutoff ~ "')" if optimized else 'cast(null as timestamp)' }}
                 then 'created_since_previous_run'
-            when previous_inventory.physical_address is not null then 'previous_uncommitted'
+            else 'previous_uncommitted'
         end as candidate_source
     from storage_objects
-    left join previous_inventory on storage_objects.physical_address = previous_inventory.physical_address
+    -- a clean run: every object; an optimized one: (b), or (a) by an existence test (each stored
+    -- object once with a flag: no distinct list of the previous inventory, no shuffle). An
+    -- object with no address or no age is neither.
+    where
+        not {{ 'true' if optimized else 'false' }}
+        or coalesce(storage_objects.last_modified_at > {{ "to_timestamp('" ~ cutoff ~ "')" if optimized else 'cast(null as timestamp)' }}, false)
+        or storage_objects.physical_address in (select previous_inventory.physical_address from previous_inventory)
 
 ),
 
@@ -45,7 +49,6 @@ final as (
 
     select *
     from classified
-    where candidate_source is not null
 
 )
 

@@ -70,6 +70,13 @@ KEPT_UNCOMMITTED_NOTE = (
     "committed objects are always kept and not counted here"
 )
 STORAGE_TABLE = f"{SNAPSHOT_SCHEMA}.storage_inventory"
+#: views an optimized run computes once as tables: its candidates (the previous inventory's
+#: objects storage still holds, and those written since) are read by the key list of objects
+#: written since, the entries referencing them and the inventory, where a clean run reads them
+#: once. As a view they were computed in each (the storage table and the previous inventory
+#: read three times): 8.45M stored objects, 1% churn, 2 cores, the optimized run's models 15.8 s
+#: against 19.6 s (and its whole process 34.2-35.4 s against 36.8 s)
+OPTIMIZED_TABLES = ("int_gc_uncommitted__candidate_objects",)
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -286,8 +293,17 @@ def considered_of(spark: Any, previous: PreviousRun) -> "Considered":
     was referenced by a range a previous run read, and is not a candidate either way."""
     from lakewarden.inventory import Considered
 
-    previous_addresses = spark.read.parquet(previous.uncommitted_inventory_location).select("physical_address")
+    previous_addresses = read_previous_inventory(spark, previous).select("physical_address")
     return Considered(cutoff=previous.storage_cutoff, previous=previous_addresses)
+
+
+def read_previous_inventory(spark: Any, previous: PreviousRun) -> Any:
+    """The previous run's uncommitted inventory file, read with the columns the source declares
+    (models/sources.yml): this run's runner wrote it with them, so no job reads its footers to
+    infer them (0.1-0.3 s of an optimized run's start)."""
+    from lakewarden.snapshot import source_ddl
+
+    return spark.read.schema(source_ddl("lakewarden", PREVIOUS_INVENTORY)).parquet(previous.uncommitted_inventory_location)
 
 
 def previous_inventory(spark: Any, previous: PreviousRun) -> Any:
@@ -298,7 +314,7 @@ def previous_inventory(spark: Any, previous: PreviousRun) -> Any:
     (b) again, by the check against every entry). When the previous run's cutoff lies before an
     earlier run's (a --now or a report going back in time), the report may hold objects no run
     considered; they wait for the next report or a --clean run, never marked by mistake."""
-    return spark.read.parquet(previous.uncommitted_inventory_location).select("physical_address", "size", "last_modified")
+    return read_previous_inventory(spark, previous).select("physical_address", "size", "last_modified")
 
 
 def _point_table(spark: Any, table: str, ddl: str, location: str | None) -> None:
@@ -392,7 +408,9 @@ def mark_uncommitted(
             variables["gc_uncommitted_storage_cutoff"] = rfc3339(previous.storage_cutoff)
             if previous.last_commit_created_at is not None:
                 variables["gc_uncommitted_previous_last_commit_at"] = rfc3339(previous.last_commit_created_at)
-        context.build_models(MARK_MODELS, **variables)
+        # an optimized run's candidates are read by three queries (the keys written since, the
+        # entries referencing them, the inventory): computed once (OPTIMIZED_TABLES)
+        context.build_models(MARK_MODELS, as_tables=OPTIMIZED_TABLES if previous is not None else (), **variables)
         phase("models")
         run = context.table("gc_uncommitted_run").first().asDict()
         marked = context.table("gc_uncommitted_marked_addresses")
