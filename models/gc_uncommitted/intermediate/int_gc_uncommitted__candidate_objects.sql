@@ -9,6 +9,7 @@
 {%- if optimized and not cutoff %}
     {{ exceptions.raise_compiler_error("an optimized uncommitted GC run needs var gc_uncommitted_storage_cutoff") }}
 {%- endif %}
+{%- set cutoff_at = "to_timestamp('" ~ cutoff ~ "')" if optimized else 'cast(null as timestamp)' %}
 
 with
 
@@ -30,7 +31,7 @@ classified as (
         storage_objects.*,
         case
             when not {{ 'true' if optimized else 'false' }} then 'storage_inventory'
-            when storage_objects.last_modified_at > {{ "to_timestamp('" ~ cutoff ~ "')" if optimized else 'cast(null as timestamp)' }}
+            when storage_objects.last_modified_at > {{ cutoff_at }}
                 then 'created_since_previous_run'
             else 'previous_uncommitted'
         end as candidate_source
@@ -40,7 +41,7 @@ classified as (
     -- object with no address or no age is neither.
     where
         not {{ 'true' if optimized else 'false' }}
-        or coalesce(storage_objects.last_modified_at > {{ "to_timestamp('" ~ cutoff ~ "')" if optimized else 'cast(null as timestamp)' }}, false)
+        or coalesce(storage_objects.last_modified_at > {{ cutoff_at }}, false)
         or storage_objects.physical_address in (select previous_inventory.physical_address from previous_inventory)
 
 ),

@@ -293,21 +293,11 @@ def considered_of(spark: Any, previous: PreviousRun) -> "Considered":
     was referenced by a range a previous run read, and is not a candidate either way."""
     from lakewarden.inventory import Considered
 
-    previous_addresses = read_previous_inventory(spark, previous).select("physical_address")
+    previous_addresses = spark.table(PREVIOUS_INVENTORY_TABLE).select("physical_address")
     return Considered(cutoff=previous.storage_cutoff, previous=previous_addresses)
 
 
-def read_previous_inventory(spark: Any, previous: PreviousRun) -> Any:
-    """The previous run's uncommitted inventory file, read with the columns the source declares
-    (models/sources.yml): the runner wrote it with them, and the models read it with them
-    (``_point_table``), so no job reads its footers to infer them (at 1M objects, reading it
-    cost 0.3 s of an optimized run's start; with the schema, whole runs A/B within noise)."""
-    from lakewarden.snapshot import source_ddl
-
-    return spark.read.schema(source_ddl("lakewarden", PREVIOUS_INVENTORY)).parquet(previous.uncommitted_inventory_location)
-
-
-def previous_inventory(spark: Any, previous: PreviousRun) -> Any:
+def previous_inventory(spark: Any) -> Any:
     """What an optimized run given its previous run's inventory report again considers of storage:
     that run's uncommitted inventory, without reading the report's data files. Storage was
     observed at the same moment, so (a) is all of that inventory; and every object of the report
@@ -315,11 +305,14 @@ def previous_inventory(spark: Any, previous: PreviousRun) -> Any:
     (b) again, by the check against every entry). When the previous run's cutoff lies before an
     earlier run's (a --now or a report going back in time), the report may hold objects no run
     considered; they wait for the next report or a --clean run, never marked by mistake."""
-    return read_previous_inventory(spark, previous).select("physical_address", "size", "last_modified")
+    return spark.table(PREVIOUS_INVENTORY_TABLE).select("physical_address", "size", "last_modified")
 
 
 def _point_table(spark: Any, table: str, ddl: str, location: str | None) -> None:
-    """(Re)create a runner-written source table: external over ``location``, or empty."""
+    """(Re)create a runner-written source table: external over ``location``, or empty. Declared
+    with the source's columns, so neither the models nor the runner reading it (the previous
+    inventory: :func:`considered_of`, :func:`previous_inventory`) start a job to infer them from
+    its files' footers (0.3 s of an optimized run's start at 1M objects)."""
     spark.sql(f"drop table if exists {table}")
     where = "" if location is None else " location '" + str(location).replace("\\", "\\\\").replace("'", "\\'") + "'"
     spark.sql(f"create table {table} ({ddl}) using parquet{where}")
@@ -357,6 +350,12 @@ def mark_uncommitted(
     context.check_lakefs_holds()
     previous, mode_reason = (None, "--clean") if clean else find_previous_run(context, key)
     mode = "optimized" if previous is not None else "clean"
+    # the previous run's outputs as the source tables the models read (and the runner, below);
+    # their columns as the sources declare them (models/sources.yml, lakewarden.snapshot.source_ddl)
+    _point_table(spark, PREVIOUS_INVENTORY_TABLE, source_ddl("lakewarden", PREVIOUS_INVENTORY),
+                 previous.uncommitted_inventory_location if previous else None)
+    _point_table(spark, PREVIOUS_RANGES_TABLE, source_ddl("lakewarden", PREVIOUS_RANGES),
+                 previous.scanned_ranges_location if previous else None)
     fingerprint = manifest_fingerprint(manifest, options) if manifest else None
     same_report = previous is not None and fingerprint is not None and previous.inventory_fingerprint == fingerprint
     # an optimized run reads only what it considers of a new report (a plan: nothing is read
@@ -393,14 +392,9 @@ def mark_uncommitted(
 
         if same_report:
             assert previous is not None
-            storage = previous_inventory(spark, previous)
+            storage = previous_inventory(spark)
         storage.write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
         phase("storage_inventory")
-        # their columns as the sources declare them (models/sources.yml, lakewarden.snapshot.source_ddl)
-        _point_table(spark, PREVIOUS_INVENTORY_TABLE, source_ddl("lakewarden", PREVIOUS_INVENTORY),
-                     previous.uncommitted_inventory_location if previous else None)
-        _point_table(spark, PREVIOUS_RANGES_TABLE, source_ddl("lakewarden", PREVIOUS_RANGES),
-                     previous.scanned_ranges_location if previous else None)
         variables: dict[str, Any] = {
             "gc_uncommitted_mode": mode,
             "gc_uncommitted_min_age_seconds": int(min_age.total_seconds()),
