@@ -41,6 +41,21 @@ rule_list as (
 
 ),
 
+-- An entry newly expired in some context is, for one rule r there, younger than r's
+-- last_deleted (else it was expired then too) and older than r's date_to_be_deleted (else it
+-- is not expired now). So its last_modified lies within [the earliest last_deleted, the latest
+-- date_to_be_deleted), unbounded below when a rule has never deleted. A scalar test on one
+-- broadcast row, evaluated before the per-entry rule lambdas (which Spark does not compile):
+-- it drops exactly entries that could never pass them.
+age_band as (
+
+    select
+        case when count(*) = count(last_deleted) then min(last_deleted) end as oldest_last_deleted,
+        max(date_to_be_deleted) as newest_date_to_be_deleted
+    from rule_contexts
+
+),
+
 scanned_ranges as (
 
     select
@@ -63,8 +78,12 @@ scanned_entries as (
         scanned_ranges.branch_contexts
     from ranges
     inner join scanned_ranges on ranges.range_id = scanned_ranges.range_id
-    -- the same ranges again, as a list the Parquet reader can skip the others' files and row groups by
-    where {{ skip_to_ranges('ranges.range_id', "select range_id from " ~ ref('int_lifecycle__read_ranges') ~ " where is_read") }}
+    cross join age_band
+    where
+        -- the same ranges again, as a list the Parquet reader can skip the others' files and row groups by
+        {{ skip_to_ranges('ranges.range_id', "select range_id from " ~ ref('int_lifecycle__read_ranges') ~ " where is_read") }}
+        and ranges.last_modified_at < age_band.newest_date_to_be_deleted
+        and (age_band.oldest_last_deleted is null or ranges.last_modified_at >= age_band.oldest_last_deleted)
 
 ),
 
