@@ -16,9 +16,13 @@
 
 {#- The absolute URI an entry's address points to, given the normalised namespace root
     (stg_lakefs__repository.storage_namespace_root). RELATIVE addresses without a leading or
-    doubled slash (nearly all of them) take the cheap path: no regular expression per row. -#}
+    doubled slash (nearly all of them) take the cheap path, tested first with the type as stored:
+    no regular expression and no upper-cased copy of the type per row (address_key says what
+    that copy cost). python/tests/test_address_macros.py holds this form to the first one. -#}
 {% macro physical_address(address, address_type, namespace_root) -%}
     case
+        when {{ address_type }} = 'RELATIVE' and not (startswith({{ address }}, '/') or contains({{ address }}, '//'))
+            then concat({{ namespace_root }}, '/', {{ address }})
         when upper({{ address_type }}) = 'FULL' then {{ normalize_uri(address) }}
         when startswith({{ address }}, '/') or contains({{ address }}, '//')
             then concat({{ namespace_root }}, '/', regexp_replace(regexp_replace({{ address }}, '^/+', ''), '/{2,}', '/'))
@@ -69,6 +73,11 @@
     by whatever the key narrows, so every decision a key makes keeps an object, never deletes it. -#}
 {% macro address_key(address, address_type, namespace_root) -%}
     case
+        {#- nearly every entry first, by one comparison with the type as stored: upper() would
+            copy each row's type to compare it (in a pass over 7.2M entries, 1.12-1.29 s
+            against 1.31-1.52 s warm, 2.07 against 2.86 s cold) #}
+        when {{ address_type }} = 'RELATIVE' and not (startswith({{ address }}, '/') or contains({{ address }}, '//'))
+            then xxhash64({{ address }})
         {#- the absolute URI once, in a lambda: inline, physical_key would spell it out three times #}
         when upper({{ address_type }}) = 'FULL' then xxhash64(element_at(transform(
             array({{ normalize_uri(address) }}),

@@ -85,6 +85,15 @@ def test_macro_equals_the_rule(spark, tails: list[str], root: str) -> None:
         assert macro == reference, (path, root)
 
 
+#: physical_address as first written (the type upper-cased on every row, no fast path first)
+PHYSICAL_REFERENCE_TEMPLATE = """case
+    when upper(t) = 'FULL' then {normalized}
+    when startswith(a, '/') or contains(a, '//')
+        then concat(root, '/', regexp_replace(regexp_replace(a, '^/+', ''), '/{{2,}}', '/'))
+    else concat(root, '/', a)
+end"""
+
+
 #: address_key as first written: the key of the absolute URI physical_address gives
 KEY_REFERENCE_TEMPLATE = """case
     when upper(t) != 'FULL' and not startswith(a, '/') and not contains(a, '//') then xxhash64(a)
@@ -124,6 +133,28 @@ def test_address_key_equals_the_key_of_the_physical_address(spark, rows: list[tu
     of its absolute URI, as the key was first written: equal objects keep equal keys whatever
     the spelling, relative or full, null included."""
     reference, macro = key_sql()
+    frame = spark.createDataFrame([(a, t, root) for a, t in rows], "a string, t string, root string")
+    for row in frame.selectExpr("a", "t", f"{reference} as reference", f"{macro} as macro").collect():
+        assert row["macro"] == row["reference"], (row["a"], row["t"], root)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
+@given(
+    rows=st.lists(st.tuples(st.one_of(suffix, full_address, st.none()), address_type), min_size=SHORTEST, max_size=LONGEST),
+    root=st.sampled_from(ROOTS),
+)
+@example(
+    rows=[("a/b", "RELATIVE"), ("a/b", "relative"), ("/a//b", "RELATIVE"), ("a//b", "RELATIVE"), ("//a", None),
+          ("s3a://bucket/ns//a", "FULL"), ("s3://bucket/ns/a", "RELATIVE"), (None, "RELATIVE"), (None, None), ("a", "")],
+    root="s3://bucket/ns",
+)
+def test_physical_address_equals_its_first_form(spark, rows: list[tuple[str | None, str | None]], root: str) -> None:
+    """The physical address macro, with its fast path for plain RELATIVE addresses tested first,
+    gives every address the absolute URI its first form gave, null included: every comparison
+    of addresses (a live reference protecting an object) rests on it."""
+    module = macros()
+    reference = PHYSICAL_REFERENCE_TEMPLATE.format(normalized=module.normalize_uri("a"))
+    macro = str(module.physical_address("a", "t", "root"))
     frame = spark.createDataFrame([(a, t, root) for a, t in rows], "a string, t string, root string")
     for row in frame.selectExpr("a", "t", f"{reference} as reference", f"{macro} as macro").collect():
         assert row["macro"] == row["reference"], (row["a"], row["t"], root)
