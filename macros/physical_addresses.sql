@@ -9,6 +9,16 @@
     )
 {%- endmacro %}
 
+{#- An address type upper-cased, as the staging models give it to every job. lakeFS writes
+    RELATIVE and FULL as they are: those are compared as they are, and only another spelling is
+    copied upper-cased (upper() copies every row's string, in every pass over the entries). -#}
+{% macro upper_address_type(address_type) -%}
+    case
+        when {{ address_type }} in ('RELATIVE', 'FULL') then {{ address_type }}
+        else upper({{ address_type }})
+    end
+{%- endmacro %}
+
 {#- The namespace root without trailing slashes, normalised. -#}
 {% macro namespace_root(storage_namespace) -%}
     {{ normalize_uri("regexp_replace(" ~ storage_namespace ~ ", '/+$', '')") }}

@@ -12,7 +12,7 @@ renamed as (
         range_id,
         key as path,
         address,
-        upper(address_type) as address_type,
+        {{ upper_address_type('address_type') }} as address_type,
         last_modified as last_modified_at,
         size as size_bytes,
         etag

@@ -12,7 +12,7 @@ renamed as (
         branch_id,
         key as path,
         address,
-        upper(address_type) as address_type,
+        {{ upper_address_type('address_type') }} as address_type,
         last_modified as last_modified_at
     from source
 

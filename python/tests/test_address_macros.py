@@ -158,3 +158,13 @@ def test_physical_address_equals_its_first_form(spark, rows: list[tuple[str | No
     frame = spark.createDataFrame([(a, t, root) for a, t in rows], "a string, t string, root string")
     for row in frame.selectExpr("a", "t", f"{reference} as reference", f"{macro} as macro").collect():
         assert row["macro"] == row["reference"], (row["a"], row["t"], root)
+
+
+def test_upper_address_type_is_upper(spark) -> None:
+    """The staging models' address type is upper(), whichever spelling (the stored RELATIVE and
+    FULL are returned as they are, any other upper-cased), null included."""
+    spellings = ["RELATIVE", "FULL", "relative", "full", "Full", "BY_PREFIX_DEPRECATED", "by_prefix", "", "RELATIVE ", None]
+    macro = str(macros().upper_address_type("t"))
+    frame = spark.createDataFrame([(t,) for t in spellings], "t string")
+    for row in frame.selectExpr("t", "upper(t) as reference", f"{macro} as macro").collect():
+        assert row["macro"] == row["reference"], row["t"]
