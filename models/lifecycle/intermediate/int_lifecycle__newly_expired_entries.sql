@@ -41,10 +41,10 @@ rule_list as (
 
 ),
 
--- An entry newly expired in some context is, for one rule r there, younger than r's
--- last_deleted (else it was expired then too) and older than r's date_to_be_deleted (else it
--- is not expired now). So its last_modified lies within [the earliest last_deleted, the latest
--- date_to_be_deleted), unbounded below when a rule has never deleted. A scalar test on one
+-- An entry newly expired in some context has, for one rule r there, its last_modified not
+-- before r's last_deleted (else it was expired then too) and before r's date_to_be_deleted
+-- (else it is not expired now). So its last_modified lies within [the earliest last_deleted,
+-- the latest date_to_be_deleted), unbounded below when a rule has never deleted. A scalar test on one
 -- broadcast row, evaluated before the per-entry rule lambdas (which Spark does not compile):
 -- it drops exactly entries that could never pass them.
 age_band as (
