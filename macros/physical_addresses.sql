@@ -24,6 +24,12 @@
     {{ normalize_uri("regexp_replace(" ~ storage_namespace ~ ", '/+$', '')") }}
 {%- endmacro %}
 
+{#- True when a RELATIVE address has a leading or doubled slash to fold before it names its
+    object (the rare case: the address macros below fold it by regular expression). -#}
+{% macro has_unfolded_slashes(address) -%}
+    startswith({{ address }}, '/') or contains({{ address }}, '//')
+{%- endmacro %}
+
 {#- The absolute URI an entry's address points to, given the normalised namespace root
     (stg_lakefs__repository.storage_namespace_root). RELATIVE addresses without a leading or
     doubled slash (nearly all of them) take the cheap path, tested first with the type as stored:
@@ -31,10 +37,10 @@
     that copy cost). python/tests/test_address_macros.py holds this form to the first one. -#}
 {% macro physical_address(address, address_type, namespace_root) -%}
     case
-        when {{ address_type }} = 'RELATIVE' and not (startswith({{ address }}, '/') or contains({{ address }}, '//'))
+        when {{ address_type }} = 'RELATIVE' and not ({{ has_unfolded_slashes(address) }})
             then concat({{ namespace_root }}, '/', {{ address }})
         when upper({{ address_type }}) = 'FULL' then {{ normalize_uri(address) }}
-        when startswith({{ address }}, '/') or contains({{ address }}, '//')
+        when {{ has_unfolded_slashes(address) }}
             then concat({{ namespace_root }}, '/', regexp_replace(regexp_replace({{ address }}, '^/+', ''), '/{2,}', '/'))
         else concat({{ namespace_root }}, '/', {{ address }})
     end
@@ -86,7 +92,7 @@
         {#- nearly every entry first, by one comparison with the type as stored: upper() would
             copy each row's type to compare it (in a pass over 7.2M entries, 1.12-1.29 s
             against 1.31-1.52 s warm, 2.07 against 2.86 s cold) #}
-        when {{ address_type }} = 'RELATIVE' and not (startswith({{ address }}, '/') or contains({{ address }}, '//'))
+        when {{ address_type }} = 'RELATIVE' and not ({{ has_unfolded_slashes(address) }})
             then xxhash64({{ address }})
         {#- the absolute URI once, in a lambda: inline, physical_key would spell it out three times #}
         when upper({{ address_type }}) = 'FULL' then xxhash64(element_at(transform(
@@ -97,7 +103,7 @@
                 else full_uri
             end
         ), 1))
-        when startswith({{ address }}, '/') or contains({{ address }}, '//')
+        when {{ has_unfolded_slashes(address) }}
             then xxhash64(regexp_replace(regexp_replace({{ address }}, '^/+', ''), '/{2,}', '/'))
         else xxhash64({{ address }})
     end
