@@ -116,13 +116,19 @@ full_address = st.builds(
     st.sampled_from(["s3://bucket/ns", "S3A://bucket/ns", "s3n://bucket", "file:///tmp/lake/ns", "gs://b/a.b/ns", "", "x"]),
     suffix,
 )
+#: (address, type) rows: relative and full spellings, odd types and nulls
+address_rows = st.lists(st.tuples(st.one_of(suffix, full_address, st.none()), address_type), min_size=SHORTEST, max_size=LONGEST)
+
+
+def assert_macro_equals_reference(spark, rows: list[tuple[str | None, str | None]], root: str, reference: str, macro: str) -> None:
+    """Both expressions over columns ``a`` (address), ``t`` (type) and ``root``: equal on every row, null included."""
+    frame = spark.createDataFrame([(a, t, root) for a, t in rows], "a string, t string, root string")
+    for row in frame.selectExpr("a", "t", f"{reference} as reference", f"{macro} as macro").collect():
+        assert row["macro"] == row["reference"], (row["a"], row["t"], root)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
-@given(
-    rows=st.lists(st.tuples(st.one_of(suffix, full_address, st.none()), address_type), min_size=SHORTEST, max_size=LONGEST),
-    root=st.sampled_from(ROOTS),
-)
+@given(rows=address_rows, root=st.sampled_from(ROOTS))
 @example(
     rows=[("a/b", "RELATIVE"), ("/a//b", "RELATIVE"), ("//a", None), ("s3a://bucket/ns//a", "FULL"), ("s3://bucket/ns", "FULL"),
           ("s3://bucket/ns/", "FULL"), ("s3://other/x", "full"), (None, "FULL"), (None, None), ("a", "")],
@@ -133,16 +139,11 @@ def test_address_key_equals_the_key_of_the_physical_address(spark, rows: list[tu
     of its absolute URI, as the key was first written: equal objects keep equal keys whatever
     the spelling, relative or full, null included."""
     reference, macro = key_sql()
-    frame = spark.createDataFrame([(a, t, root) for a, t in rows], "a string, t string, root string")
-    for row in frame.selectExpr("a", "t", f"{reference} as reference", f"{macro} as macro").collect():
-        assert row["macro"] == row["reference"], (row["a"], row["t"], root)
+    assert_macro_equals_reference(spark, rows, root, reference, macro)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
-@given(
-    rows=st.lists(st.tuples(st.one_of(suffix, full_address, st.none()), address_type), min_size=SHORTEST, max_size=LONGEST),
-    root=st.sampled_from(ROOTS),
-)
+@given(rows=address_rows, root=st.sampled_from(ROOTS))
 @example(
     rows=[("a/b", "RELATIVE"), ("a/b", "relative"), ("/a//b", "RELATIVE"), ("a//b", "RELATIVE"), ("//a", None),
           ("s3a://bucket/ns//a", "FULL"), ("s3://bucket/ns/a", "RELATIVE"), (None, "RELATIVE"), (None, None), ("a", "")],
@@ -155,9 +156,7 @@ def test_physical_address_equals_its_first_form(spark, rows: list[tuple[str | No
     module = macros()
     reference = PHYSICAL_REFERENCE_TEMPLATE.format(normalized=module.normalize_uri("a"))
     macro = str(module.physical_address("a", "t", "root"))
-    frame = spark.createDataFrame([(a, t, root) for a, t in rows], "a string, t string, root string")
-    for row in frame.selectExpr("a", "t", f"{reference} as reference", f"{macro} as macro").collect():
-        assert row["macro"] == row["reference"], (row["a"], row["t"], root)
+    assert_macro_equals_reference(spark, rows, root, reference, macro)
 
 
 def test_upper_address_type_is_upper(spark) -> None:
