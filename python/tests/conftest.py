@@ -41,8 +41,7 @@ def spark(test_state_dir: Path):
     # are each a few dozen short queries on small repositories, as a small job's process is.
     # On test_gc_committed.py: 118 CPU seconds against 153 with the optimising compiler, which
     # matters when the other pytest process runs beside this one on 2 cores.
-    # Its repositories are all small: the small engine's pages too (spark_session.SMALL_ENGINE_CONF).
-    session = get_or_create(test_state_dir, app_name="lakewarden-tests", master="local[2]", jit="quick", small=True)
+    session = get_or_create(test_state_dir, app_name="lakewarden-tests", master="local[2]", jit="quick")
     yield session
     session.stop()
     from lakewarden.runtime.jvm_classes import finish_pending

@@ -83,10 +83,10 @@ def test_the_sessions_own_settings_come_back_after_a_small_job(spark, monkeypatc
         spark.conf.set("spark.sql.shuffle.partitions", own_partitions)
 
 
-def test_records_larger_than_the_small_engines_page_sort_aggregate_and_join(spark):
-    """The suite's session has the small engine's 1 MB pages (spark_session.SMALL_ENGINE_CONF,
-    as a job on a small snapshot): a record of 3 MB still sorts, aggregates and joins (Spark
-    gives it a page of its own size)."""
+def test_records_larger_than_a_page_sort_aggregate_and_join(spark):
+    """The suite's session has 1 MB pages (spark_session.page_size, as every job's with the
+    default heap): a record of 3 MB still sorts, aggregates and joins (Spark gives it a page of
+    its own size)."""
     assert spark.sparkContext.getConf().get("spark.buffer.pageSize") == "1m"
     try:
         suit_session_to_size(spark, 1024)

@@ -149,21 +149,35 @@ def test_jit_follows_the_size_of_the_range_rows(tmp_path: Path, monkeypatch: pyt
     assert "TieredStopAtLevel" not in spark_conf(tmp_path, jit="full")["spark.driver.extraJavaOptions"]
 
 
-def test_small_engine_pages_follow_the_snapshot_a_job_starts_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A job's JVM starts with 1 MB memory pages when its snapshot is small, Spark's own when it
-    is large or unknown; a user's ``LAKEWARDEN_SPARK_CONF`` has the last word."""
+def test_engine_pages_follow_the_heap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every job's JVM gets pages sized from its heap (a task's 8,192 pages address twice the
+    heap, 1 MB at least, Spark's 64 MB at most), whatever the snapshot; a bad memory size is
+    bad input naming the variable; a user's ``LAKEWARDEN_SPARK_CONF`` has the last word."""
+    from lakewarden.errors import BadInput
+    from lakewarden.runtime.spark_session import page_size, spark_conf
+
+    sizes = {"4g": "1m", "4G": "1m", "4096m": "1m", "4096": "1m", "512m": "1m", "5g": "2m", "16g": "4m", "64g": "16m", "1t": "64m"}
+    assert {memory: page_size(memory) for memory in sizes} == sizes
+    with pytest.raises(BadInput) as error:
+        page_size("lots")
+    assert error.value.field == "LAKEWARDEN_DRIVER_MEMORY"
+    monkeypatch.delenv("LAKEWARDEN_SPARK_CONF", raising=False)
+    monkeypatch.delenv("LAKEWARDEN_DRIVER_MEMORY", raising=False)
+    assert spark_conf(tmp_path)["spark.buffer.pageSize"] == "1m"
+    monkeypatch.setenv("LAKEWARDEN_DRIVER_MEMORY", "16g")
+    assert spark_conf(tmp_path)["spark.buffer.pageSize"] == "4m"
+    monkeypatch.setenv("LAKEWARDEN_SPARK_CONF", "spark.buffer.pageSize=8m")
+    assert spark_conf(tmp_path)["spark.buffer.pageSize"] == "8m"
+
+
+def test_jit_mode_follows_the_snapshot_a_job_starts_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """start_job asks for the JVM's compiler from the size of the snapshot it is given, before
+    any JVM starts (below FULL_JIT_FROM_BYTES: the quick compiler)."""
     from lakewarden.jobs import common
     from lakewarden.jobs.options import RunOptions
-    from lakewarden.runtime.spark_session import SMALL_SNAPSHOT_BYTES, spark_conf
+    from lakewarden.runtime.spark_session import SMALL_SNAPSHOT_BYTES
 
-    monkeypatch.delenv("LAKEWARDEN_SPARK_CONF", raising=False)
     monkeypatch.delenv("LAKEWARDEN_JVM_JIT", raising=False)
-    assert spark_conf(tmp_path, small=True)["spark.buffer.pageSize"] == "1m"
-    assert "spark.buffer.pageSize" not in spark_conf(tmp_path)
-    monkeypatch.setenv("LAKEWARDEN_SPARK_CONF", "spark.buffer.pageSize=8m")
-    assert spark_conf(tmp_path, small=True)["spark.buffer.pageSize"] == "8m"
-    monkeypatch.delenv("LAKEWARDEN_SPARK_CONF")
-
     started: list[dict[str, object]] = []
 
     class Starter:  # records what start_job asks for; starts no JVM
@@ -187,5 +201,4 @@ def test_small_engine_pages_follow_the_snapshot_a_job_starts_on(tmp_path: Path, 
         (snapshot / "ranges.parquet").write_bytes(b"x" * size)
         with pytest.raises(Stop):
             common.start_job(RunOptions(snapshot=snapshot, dry_run=True, state=tmp_path / "state"), "gc-committed")
-    assert [options["small"] for options in started] == [True, False]
-    assert [options["jit"] for options in started] == ["quick", "quick"]
+    assert started == [{"jit": "quick"}, {"jit": "quick"}]

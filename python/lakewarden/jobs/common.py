@@ -318,15 +318,14 @@ def start_job(run: "RunOptions", job: str) -> JobContext:
     raises BadInput (exit 2) without waiting for the JVM."""
     now = check_clock(run.now, dry_run=run.dry_run)
     state = state_dir(run.state)
-    # the JVM's compiler and the engine's pages suit the run's size (spark_session.jit_mode,
-    # SMALL_ENGINE_CONF): the snapshot given, or the one the last extract of this repository
-    # left (a first extract starts quick, with Spark's own pages)
+    # the JVM's compiler suits the run's size (spark_session.jit_mode): the snapshot given, or
+    # the one the last extract of this repository left (a first extract starts quick)
     hint = run.snapshot if run.snapshot is not None else (state / "snapshots" / run.lakefs.repo if run.lakefs else None)
     if hint is None:
         resolve_snapshot(run, state)  # neither a snapshot nor a repository: BadInput before any JVM starts
     hint_size = ranges_bytes(hint)
     # a bad LAKEWARDEN_JVM_JIT exits 2 here
-    starter = SparkStarter(state, jit=jit_mode(hint_size), small=is_small_snapshot(hint_size))
+    starter = SparkStarter(state, jit=jit_mode(hint_size))
     # a snapshot given is the one the job reads: its size is known; an extract writes a new one
     size = hint_size if run.snapshot is not None else None
     try:

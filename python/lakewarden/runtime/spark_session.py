@@ -28,10 +28,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.runtime.jvm_classes import ArchivePlan
 
 
-def spark_conf(warehouse: Path, *, jit: str = "full", small: bool = False) -> dict[str, str]:
-    """Static Spark settings for the embedded engine; ``small``: the engine of a small
-    snapshot's run (:data:`SMALL_ENGINE_CONF`)."""
+def spark_conf(warehouse: Path, *, jit: str = "full") -> dict[str, str]:
+    """Static Spark settings for the embedded engine."""
     log4j = Path(__file__).with_name("log4j2.properties")
+    driver_memory = os.environ.get("LAKEWARDEN_DRIVER_MEMORY", "4g")
     return {
         # In-memory catalog: no metastore database, no lock on the state dir (module docstring).
         "spark.sql.catalogImplementation": "in-memory",
@@ -66,28 +66,54 @@ def spark_conf(warehouse: Path, *, jit: str = "full", small: bool = False) -> di
         # holds more than this of a side whatever the repository.
         "spark.sql.adaptive.autoBroadcastJoinThreshold": "64m",
         "spark.ui.enabled": "false",
-        "spark.driver.memory": os.environ.get("LAKEWARDEN_DRIVER_MEMORY", "4g"),
+        "spark.driver.memory": driver_memory,
+        "spark.buffer.pageSize": page_size(driver_memory),
         "spark.sql.legacy.createHiveTableByDefault": "false",
-        **(SMALL_ENGINE_CONF if small else {}),
         **extra_spark_conf(),
     }
 
 
-#: The engine settings of a process whose run reads a small snapshot (:func:`is_small_snapshot`),
-#: fixed when its JVM starts (a runtime setting cannot change them).
-#:
-#: ``spark.buffer.pageSize``: each sort, hash aggregation and hash join of a task takes its
-#: memory in pages, on the heap a zeroed ``long[]`` each. Spark sizes a page from the heap and
-#: the cores (64 MB with 4 GB and 2 cores), so a small run's few dozen queries over a few
-#: thousand rows allocated gigabytes of empty pages: young collections every few hundred
-#: milliseconds, the collector 0.8-1.2 of the JVM's ~4 CPU seconds a warm lifecycle run of the
-#: 900-entry sample used. With 1 MB pages: 0.2 (3.46 JVM CPU seconds a run against 4.0, two
-#: runs of four in turn). A record larger than a page still gets a page of its own size.
-#: A process started for a large run keeps Spark's own size: a task holds at most 8,192 pages,
-#: and a large task's hash table needs them big. A long-lived session started small (a
-#: notebook's, the Python API's) keeps 1 MB pages for a later large job: 8 GB a task, more than
-#: the default 4 GB driver gives one; past that a task fails, it never marks differently.
-SMALL_ENGINE_CONF = {"spark.buffer.pageSize": "1m"}
+#: how many pages a task can hold (Spark's ``TaskMemoryManager`` page table)
+TASK_PAGES = 8192
+#: Spark's own bounds on a page
+PAGE_BOUNDS = (1 << 20, 64 << 20)
+
+
+def page_size(driver_memory: str) -> str:
+    """``spark.buffer.pageSize`` for an embedded driver of ``driver_memory`` (Spark's spelling:
+    ``4g``, ``4096m``, a bare number in MiB): the smallest power of two, 1 MB at least, with
+    which a task's 8,192 pages address twice the heap. 1 MB with the default 4 GB.
+
+    Why not Spark's own size: each sort, hash aggregation and hash join of a task takes its
+    memory in pages, on the heap a zeroed ``long[]`` each, and Spark sizes a page from the heap
+    and the cores: 64 MB with 4 GB and 2 cores, whatever the rows. A run is dozens of queries,
+    most over a few thousand rows, each of whose operators allocated 64 MB of empty pages; a
+    page that outlived a young collection was copied to the old generation, and the old
+    generation filled with them: full collections every few seconds. Measured on 2 cores, runs
+    in turn, Spark's pages against these: a lifecycle incremental run at 1M entries paused
+    3.1-4.4 s for the collector against 0.63-0.79 s, its steps after the ranges to read took
+    10.2-11.4 s against 6.0-7.6 s; ``gc committed --dry-run`` at 8.45M entries took 51.4-57.2 s
+    and peaked at 3,379-3,505 MB against 46.5-48.2 s and 2,870-2,930 MB; at 1M 17.8-18.5 s,
+    2,362-2,433 MB against 17.2-18.4 s, 1,978-2,106 MB (1 and 4 MB pages within each other's
+    spread at both sizes). On the 900-entry sample of the lifecycle tests the collector took
+    0.8-1.2 of the ~4 JVM CPU seconds of a warm run with Spark's pages, 0.2 with 1 MB.
+    A record larger than a page still gets a page of its own size, and a large task's hash
+    table grows in as many pages as it needs (up to twice the heap, more than a task is ever
+    given). An engine setting, fixed when the JVM starts; ``LAKEWARDEN_SPARK_CONF`` (or
+    ``spark-submit --conf`` for a cluster's session) has the last word."""
+    text = driver_memory.strip().lower().removesuffix("b")
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    try:
+        heap = int(text[:-1]) * units[text[-1]] if text and text[-1] in units else int(text) << 20
+    except ValueError:
+        from lakewarden.errors import BadInput
+
+        raise BadInput(f"{driver_memory!r} is not a memory size (4g, 4096m)", field="LAKEWARDEN_DRIVER_MEMORY") from None
+    low, high = PAGE_BOUNDS
+    page = low
+    while page * TASK_PAGES < 2 * heap and page < high:
+        page *= 2
+    return f"{page >> 20}m"
 
 
 #: how many compiled classes a session keeps (``spark.sql.codegen.cache.maxEntries``): the
@@ -280,12 +306,11 @@ def under_spark_submit() -> bool:
 
 
 def get_or_create(
-    state: Path, *, app_name: str = "lakewarden", master: str | None = None, jit: str = "full", small: bool = False
+    state: Path, *, app_name: str = "lakewarden", master: str | None = None, jit: str = "full"
 ) -> "SparkSession":
     """Return the active session, or start the embedded one (in-memory catalog) under ``state``;
-    either way the state tables are registered (lakewarden.state_tables). ``jit`` and ``small``
-    fix the JVM's compiler (:func:`jit_mode`) and the engine's settings (:data:`SMALL_ENGINE_CONF`)
-    of a session started here; an active session keeps its own."""
+    either way the state tables are registered (lakewarden.state_tables). ``jit`` fixes the
+    JVM's compiler (:func:`jit_mode`) of a session started here; an active session keeps its own."""
     from pyspark.sql import SparkSession
 
     from lakewarden.state_tables import register_state_tables
@@ -306,7 +331,7 @@ def get_or_create(
             # Python workers must import lakewarden: run them with this interpreter (the venv's),
             # not whatever python3 is first on PATH (SparkContext reads PYSPARK_PYTHON).
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        conf = spark_conf(scratch_warehouse(state), jit=jit, small=small)
+        conf = spark_conf(scratch_warehouse(state), jit=jit)
         archive = class_archive(conf)
         if archive is not None:
             conf["spark.driver.extraJavaOptions"] += " " + archive.options
@@ -357,10 +382,9 @@ class SparkStarter:
     long-lived one (a Python API caller: an Airflow worker, a notebook) keeps no JVM it never
     used; a session that was there before (the caller's own) is left alone."""
 
-    def __init__(self, state: Path, *, jit: str = "full", small: bool = False) -> None:
+    def __init__(self, state: Path, *, jit: str = "full") -> None:
         self._state = state
         self._jit = jit
-        self._small = small
         self._lock = threading.Lock()
         self._result: "SparkSession | None" = None
         self._created = False
@@ -374,7 +398,7 @@ class SparkStarter:
 
         existed = SparkContext._active_spark_context is not None  # noqa: SLF001 - the only way to ask
         try:
-            session = get_or_create(self._state, jit=self._jit, small=self._small)
+            session = get_or_create(self._state, jit=self._jit)
         except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread by session()
             self._error = exc
             return
