@@ -180,8 +180,36 @@ def test_lifecycle_figures_count_each_rule_and_fold_small_groups(spark, snapshot
 def test_figures_never_fail_the_run(spark, tmp_path: Path, caplog) -> None:
     marked = spark.createDataFrame([("a1", 1, None, "p")], "address string, size_bytes bigint, last_modified_at timestamp, example_path string")
     assert write_figures(tmp_path, spark, job="gc-committed", marked=marked, snapshot_schema="no_such_schema", now=NOW) is None
-    assert "figures.json not written" in caplog.text and not (tmp_path / FIGURES).exists()
+    assert "report figures not computed" in caplog.text and not (tmp_path / FIGURES).exists()
     assert read_figures(tmp_path) is None
+
+
+def test_figures_drawn_beside_a_block_are_saved_only_when_it_succeeds(tmp_path: Path) -> None:
+    """The figures are computed beside a job's safety tests and writes: a block that raises
+    (a safety test found a protected address) leaves no figures.json; one that ends saves them,
+    after the block (the run's outputs are written first)."""
+    import threading
+
+    from lakewarden.reports.figures import drawn_beside, save_figures
+
+    passed, failed = tmp_path / "passed", tmp_path / "failed"
+    passed.mkdir()
+    failed.mkdir()
+    drawing = threading.Event()
+    seen_in_block: list[bool] = []
+
+    def draw() -> dict[str, object]:
+        drawing.set()
+        return {"format": "x", "marked": {"objects": 1, "bytes": 2}}
+
+    with drawn_beside(draw, lambda document: save_figures(passed, document)):
+        assert drawing.wait(10)  # computed while the block runs
+        seen_in_block.append((passed / FIGURES).exists())
+    assert seen_in_block == [False] and json.loads((passed / FIGURES).read_text())["marked"] == {"objects": 1, "bytes": 2}
+    with pytest.raises(RuntimeError, match="a safety test failed"):
+        with drawn_beside(draw, lambda document: save_figures(failed, document)):
+            raise RuntimeError("a safety test failed")
+    assert not (failed / FIGURES).exists()
 
 
 def test_more_branch_sets_than_bits_in_a_long(spark, tmp_path: Path) -> None:

@@ -257,6 +257,7 @@ class JobContext:
         locations: "Mapping[str, Path] | None" = None,
         only_upstream_of: "Sequence[str] | None" = None,
         as_tables: "Collection[str]" = (),
+        tests: bool = True,
         **variables: object,
     ) -> "BuildResult":
         """Build a job's models with this run's variables, plus the singular safety tests whose
@@ -266,7 +267,9 @@ class JobContext:
         earlier build of this run executed with the same compiled code is not executed again.
         ``only_upstream_of``: build only those models and what they depend on (the selection is
         compiled whole, so a later build of the rest compiles nothing new). ``as_tables``: views
-        this run computes once as tables (:meth:`ModelRunner.build`)."""
+        this run computes once as tables (:meth:`ModelRunner.build`). ``tests=False``: the
+        models only; the same build again runs the safety tests (and nothing else), so a job can
+        compute what only its report reads beside them (lakewarden.reports.figures.drawn_beside)."""
         from lakewarden.runtime.compiled_models import compile_selection, upstream_of
         from lakewarden.runtime.project import SENT
 
@@ -277,6 +280,10 @@ class JobContext:
             whole = nodes
             nodes = upstream_of(nodes, only_upstream_of)
             selection = f"{selection} (up to {', '.join(only_upstream_of)})"
+        if not tests:
+            whole = whole if whole is not None else nodes
+            nodes = [node for node in nodes if node.resource_type != "test"]
+            selection = f"{selection} (models)"
         result = runner.build(nodes, label=selection, locations=locations, selection=whole, as_tables=as_tables)
         SENT["queries"] += result.statements
         log.info(

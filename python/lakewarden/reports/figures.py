@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from lakewarden.commit_graph import DANGLING, set_bits
 from lakewarden.errors import error_line
@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 FIGURES = "figures.json"
 FORMAT = "lakewarden-figures/1"
@@ -176,8 +177,29 @@ def write_figures(
     kept_note: str | None = None,
     on_commits: bool = True,
 ) -> Path | None:
-    """Compute the page's figures of ``marked`` (the job's marked-addresses mart, as it is)
-    and write ``report_dir/figures.json``; never raises (logs and returns None).
+    """:func:`figures_document`, then :func:`save_figures` in ``report_dir``; never raises."""
+    return save_figures(
+        report_dir,
+        figures_document(
+            spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now, kept=kept, kept_note=kept_note,
+            on_commits=on_commits,
+        ),
+    )
+
+
+def figures_document(
+    spark: "SparkSession",
+    *,
+    job: str,
+    marked: "DataFrame",
+    snapshot_schema: str,
+    now: datetime,
+    kept: "DataFrame | Callable[[], DataFrame] | None" = None,
+    kept_note: str | None = None,
+    on_commits: bool = True,
+) -> dict[str, Any] | None:
+    """The page's figures of ``marked`` (the job's marked-addresses mart, as it is) as a JSON
+    document; never raises (logs and returns None).
 
     ``kept``: the objects the run keeps, one row per object (``earliest_modified_at``,
     ``size_bytes``), when the job's models already computed them (committed GC's
@@ -193,6 +215,8 @@ def write_figures(
     marts differ: committed GC has ``example_path``; lifecycle ``paths`` and
     ``matched_rules``; uncommitted GC ``candidate_source`` and no path). ``snapshot_schema``
     holds the snapshot's ``ranges``, ``metaranges``, ``commits`` and ``branches`` tables."""
+    # Spark's UI and event log name the figures' jobs (a property of the calling thread)
+    spark.sparkContext.setJobDescription("lakewarden report figures")
     try:
         started = time.monotonic()
         if callable(kept):
@@ -202,32 +226,52 @@ def write_figures(
             on_commits=on_commits,
         )
         document["seconds"] = round(time.monotonic() - started, 3)
+        log.info("report figures computed in %.1f s", document["seconds"])
+        return document
+    except Exception as exc:  # noqa: BLE001 - the figures are a view; the run's outcome is not their business
+        log.warning("report figures not computed: %s", error_line(exc))
+        log.debug("figures failure", exc_info=True)
+        return None
+    finally:
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+
+
+def save_figures(report_dir: Path, document: dict[str, Any] | None) -> Path | None:
+    """Write ``document`` as ``report_dir/figures.json``; None (and nothing written) when there
+    is no document or the write fails (logged: the page then says its figures are not available)."""
+    if document is None:
+        return None
+    try:
         from lakewarden.reports.directory import write_json_atomic
 
         path = Path(report_dir) / FIGURES
         write_json_atomic(path, document)
-        log.info("report figures computed in %.1f s", document["seconds"])
         return path
     except Exception as exc:  # noqa: BLE001 - the figures are a view; the run's outcome is not their business
         log.warning("figures.json not written in %s: %s", report_dir, error_line(exc))
-        log.debug("figures failure", exc_info=True)
         return None
 
 
 @contextmanager
-def drawn_beside(draw: "Callable[[], object] | None") -> Iterator[None]:
-    """Draw the report's figures (``draw``, e.g. a :func:`write_figures` call) on a thread while
-    the with-block writes the run's other outputs. Spark takes both threads' queries on the
-    one session, so the figures' short jobs run in the gaps of the writes instead of after
-    them. The block's end waits for the figures, error or not: a report is finished only once
-    its figures are written or their absence is logged. ``None``: nothing to draw."""
+def drawn_beside(
+    draw: "Callable[[], T] | None", then: "Callable[[T], object] | None" = None
+) -> Iterator[None]:
+    """Compute the report's figures (``draw``, e.g. a :func:`figures_document` or
+    :func:`write_figures` call) on a thread while the with-block does the run's other work (its
+    safety tests, its writes). Spark takes both threads' queries on the one session, so the
+    figures' short jobs run in the gaps of the block's instead of after them. The block's end
+    waits for the figures, error or not: a report is finished only once its figures are written
+    or their absence is logged. ``then``: called with what ``draw`` returned once both are done
+    and the block raised nothing (a figures document is saved only for a run whose safety
+    tests passed); a block that raises discards it. ``None``: nothing to draw."""
     if draw is None:
         yield
         return
+    drawn: list[T] = []
 
     def run() -> None:
         try:
-            draw()
+            drawn.append(draw())
         except Exception as exc:  # noqa: BLE001 - the figures are a view; the run's outcome is not their business
             log.warning("report figures not drawn: %s", error_line(exc))
             log.debug("figures failure", exc_info=True)
@@ -238,6 +282,8 @@ def drawn_beside(draw: "Callable[[], object] | None") -> Iterator[None]:
         yield
     finally:
         thread.join()
+    if then is not None and drawn:
+        then(drawn[0])
 
 
 READ_RANGES_KEPT_NOTE = (

@@ -7,14 +7,14 @@ import argparse
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lakewarden.errors import error_line
 from lakewarden.jobs.gc_committed.rules import GcRules, load_gc_rules
 from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options, run_options_from_args
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.reports.directory import Report, default_report_dir, write_single_csv
-from lakewarden.reports.figures import drawn_beside, write_figures
+from lakewarden.reports.figures import drawn_beside, figures_document, save_figures
 from lakewarden.timestamps import rfc3339
 from lakewarden.snapshot import register_rows
 
@@ -154,25 +154,36 @@ def mark_committed(
             reused_run_id, location = reused
             report.update(mark_reused_from_run_id=reused_run_id, ranges_read=0)
             log.info("committed GC: same snapshot, models and active commits as run %s: its mark is reused", reused_run_id)
+            written = None
         else:
-            # the whole mark with its safety tests (they need gc_committed_commits in the same build); the
-            # identity recorded is the one of the commits this build computed
+            # the whole mark; its safety tests run below, beside the report's figures
             written = mark_location(context)
-            context.build_models(MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags)
-            commits = context.table("gc_committed_commits")
-            location = keep_mark(context, mark_identity(context, commits), written)
-            report.update(mark_reused_from_run_id=None)
+            context.build_models(MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags, tests=False)
+            location = str(written)
         marked = context.spark.read.parquet(location)
-        if context.lakefs_kept is not None:  # before any address is written: nothing to sweep
-            from lakewarden.lakefs_answer import check_active_covers_kept
 
-            check_active_covers_kept(context.spark, context.lakefs_kept, commits)
-        counts = commits.agg(
-            F.count("*").alias("commits"), F.sum(F.col("is_active").cast("int")).alias("active")
-        ).first()
-        totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
-        assert counts is not None and totals is not None  # aggregates without grouping: one row each
-        with drawn_beside((lambda: kept_figures(context, report, marked, location)) if figures else None):
+        def draw() -> MarkFigures:
+            return mark_figures(context, marked, location)
+
+        # the figures are computed beside the safety tests and the writes, and saved only once
+        # the tests passed and the outputs are written
+        with drawn_beside(draw if figures else None, lambda drawn: save_mark_figures(report, drawn)):
+            if written is not None:
+                # the safety tests (they need gc_committed_commits in the same build); the mark is
+                # kept for reuse once they passed, with the identity of the commits this build computed
+                context.build_models(MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags)
+                commits = context.table("gc_committed_commits")
+                keep_mark(context, mark_identity(context, commits), written)
+                report.update(mark_reused_from_run_id=None)
+            if context.lakefs_kept is not None:  # before any address is written: nothing to sweep
+                from lakewarden.lakefs_answer import check_active_covers_kept
+
+                check_active_covers_kept(context.spark, context.lakefs_kept, commits)
+            counts = commits.agg(
+                F.count("*").alias("commits"), F.sum(F.col("is_active").cast("int")).alias("active")
+            ).first()
+            totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
+            assert counts is not None and totals is not None  # aggregates without grouping: one row each
             report.write_addresses(marked.select(*MARKED_COLUMNS))
             write_single_csv(
                 commits.select("commit_id", "created_at", "is_active", "reason"),
@@ -267,44 +278,71 @@ def find_reusable_mark(context: JobContext, identity: MarkIdentity | None) -> tu
     return None
 
 
+@dataclass(frozen=True)
+class MarkFigures:
+    """A mark's figures for this clock: the document (None: not computed, already logged),
+    where a copy is kept with the mark, and whether it was that copy (reused)."""
+
+    document: dict[str, Any] | None
+    kept: Path
+    reused: bool
+
+
 def kept_figures(
     context: JobContext, report: Report, marked, location: str, *, job: str = JOB, marked_fingerprint: str = ""
 ) -> None:
+    """:func:`mark_figures`, then :func:`save_mark_figures` (see there)."""
+    save_mark_figures(report, mark_figures(context, marked, location, job=job, marked_fingerprint=marked_fingerprint))
+
+
+def mark_figures(context: JobContext, marked, location: str, *, job: str = JOB, marked_fingerprint: str = "") -> MarkFigures:
     """The report's figures: those kept with the mark for this clock when the mark is reused
     (figures are a function of the snapshot, the mark and the clock: a run again on the same
-    state reads no range for them), else computed and kept with the mark. The copy lives in the
-    mark's directory under a name Spark and the row count ignore (``_figures-<key>.json``).
+    state reads no range for them), else computed (:func:`save_mark_figures` keeps them with the
+    mark). The copy lives in the mark's directory under a name Spark and the row count ignore
+    (``_figures-<key>.json``).
 
     ``lakewarden gc`` draws its figures over the committed mark and the uncommitted one: it
     keeps them with the committed mark (``location``) under a key that also holds ``job`` and
     ``marked_fingerprint``, a fingerprint of the whole marked set it draws (its addresses and
     reasons), so a run whose uncommitted mark changed computes them again."""
     import hashlib
-    import shutil
-
-    from lakewarden.reports.figures import FIGURES
+    import json
 
     # committed GC's own key is the clock alone (as before ``lakewarden gc`` kept figures too)
     drawn = rfc3339(context.now) if job == JOB else f"{job}\n{marked_fingerprint}\n{rfc3339(context.now)}"
     key = hashlib.sha256(drawn.encode()).hexdigest()[:16]
     kept = Path(location) / f"_figures-{key}.json"
     if kept.is_file():
-        shutil.copyfile(kept, report.directory / FIGURES)
-        log.info("report figures kept with the mark for this clock are reused")
-        return
+        try:
+            document = json.loads(kept.read_text())
+            log.info("report figures kept with the mark for this clock are reused")
+            return MarkFigures(document, kept, reused=True)
+        except (OSError, ValueError) as exc:  # computed again below
+            log.debug("figures kept with the mark not read: %s", exc)
     # the objects this run keeps, when its own build computed them (a reused mark did not)
     built = context.models is not None and context.models.built("gc_committed_kept_addresses")
-    written = write_figures(
-        report.directory, context.spark, job=job, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
+    document = figures_document(
+        context.spark, job=job, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
         kept=context.table("gc_committed_kept_addresses") if built else None,
     )
-    if written is not None and Path(location).is_dir():
-        try:
-            temporary = Path(location) / f".{kept.name}.tmp"
-            shutil.copyfile(written, temporary)
-            temporary.replace(kept)
-        except OSError as exc:  # the figures of a later run: never a reason to fail this one
-            log.debug("figures not kept with the mark: %s", exc)
+    return MarkFigures(document, kept, reused=False)
+
+
+def save_mark_figures(report: Report, figures: MarkFigures) -> None:
+    """Write the figures in the report, and keep a copy with the mark when they were computed
+    (never a reason to fail the run)."""
+    import shutil
+
+    written = save_figures(report.directory, figures.document)
+    if written is None or figures.reused or not figures.kept.parent.is_dir():
+        return
+    try:
+        temporary = figures.kept.parent / f".{figures.kept.name}.tmp"
+        shutil.copyfile(written, temporary)
+        temporary.replace(figures.kept)
+    except OSError as exc:  # the figures of a later run: never a reason to fail this one
+        log.debug("figures not kept with the mark: %s", exc)
 
 
 def mark_location(context: JobContext) -> Path:

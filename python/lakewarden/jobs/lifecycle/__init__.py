@@ -31,7 +31,7 @@ from lakewarden.jobs.common import (
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.jobs.lifecycle.policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.reports.directory import Report, default_report_dir
-from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, kept_in_ranges, write_figures
+from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, figures_document, kept_in_ranges, save_figures
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
 from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark
@@ -248,25 +248,28 @@ def mark_lifecycle(
         reads_ranges = reads_any_range(context)
         if not reads_ranges:
             log.info("lifecycle: this run reads no range (nothing new, no age crossed a rule's threshold): no scan planned")
-        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, **variables)
-        record_policy(context)
-        figures = _figures(context)
-        figures["range_windows_computed"] = context.keep_range_windows()
+        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, tests=False, **variables)
         marked = context.table("lifecycle_marked_addresses")
-        totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
-        num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
         # kept: the objects of the ranges this run read (none in a run that reads no range)
         read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
 
-        def draw() -> None:
-            write_figures(
-                report.directory, context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
+        def draw() -> dict[str, Any] | None:
+            return figures_document(
+                context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
                 kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
             )
 
         base = output_base(context)
         run_date = context.now.astimezone(timezone.utc).date().isoformat()
-        with drawn_beside(draw):
+        # the figures are computed beside the safety tests and the writes, and saved only once
+        # the tests passed and the outputs are written
+        with drawn_beside(draw, lambda document: save_figures(report.directory, document)):
+            context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, **variables)  # the safety tests
+            record_policy(context)
+            figures = _figures(context)
+            figures["range_windows_computed"] = context.keep_range_windows()
+            totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
+            num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
             report.write_addresses(
                 marked.select(
                     "address",
