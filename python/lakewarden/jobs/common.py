@@ -257,7 +257,7 @@ class JobContext:
         locations: "Mapping[str, Path] | None" = None,
         only_upstream_of: "Sequence[str] | None" = None,
         as_tables: "Collection[str]" = (),
-        tests: bool = True,
+        part: str = "all",
         **variables: object,
     ) -> "BuildResult":
         """Build a job's models with this run's variables, plus the singular safety tests whose
@@ -267,8 +267,8 @@ class JobContext:
         earlier build of this run executed with the same compiled code is not executed again.
         ``only_upstream_of``: build only those models and what they depend on (the selection is
         compiled whole, so a later build of the rest compiles nothing new). ``as_tables``: views
-        this run computes once as tables (:meth:`ModelRunner.build`). ``tests=False``: the
-        models only; the same build again runs the safety tests (and nothing else), so a job can
+        this run computes once as tables (:meth:`ModelRunner.build`). ``part``: ``models`` builds
+        the models only and ``tests`` then runs the safety tests (``all``: both), so a job can
         compute what only its report reads beside them (lakewarden.reports.figures.drawn_beside)."""
         from lakewarden.runtime.compiled_models import compile_selection, upstream_of
         from lakewarden.runtime.project import SENT
@@ -280,10 +280,14 @@ class JobContext:
             whole = nodes
             nodes = upstream_of(nodes, only_upstream_of)
             selection = f"{selection} (up to {', '.join(only_upstream_of)})"
-        if not tests:
+        if part not in ("all", "models", "tests"):
+            raise ValueError(f"part must be all, models or tests, not {part!r}")
+        if part == "models":
             whole = whole if whole is not None else nodes
             nodes = [node for node in nodes if node.resource_type != "test"]
-            selection = f"{selection} (models)"
+        if part != "all":
+            # the tests' part is the whole selection again: the models this run built are reused
+            selection = f"{selection} ({'models' if part == 'models' else 'safety tests'})"
         result = runner.build(nodes, label=selection, locations=locations, selection=whole, as_tables=as_tables)
         SENT["queries"] += result.statements
         log.info(

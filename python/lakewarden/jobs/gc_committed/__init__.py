@@ -158,7 +158,9 @@ def mark_committed(
         else:
             # the whole mark; its safety tests run below, beside the report's figures
             written = mark_location(context)
-            context.build_models(MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags, tests=False)
+            context.build_models(
+                MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags, part="models"
+            )
             location = str(written)
         marked = context.spark.read.parquet(location)
 
@@ -171,7 +173,9 @@ def mark_committed(
             if written is not None:
                 # the safety tests (they need gc_committed_commits in the same build); the mark is
                 # kept for reuse once they passed, with the identity of the commits this build computed
-                context.build_models(MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags)
+                context.build_models(
+                    MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags, part="tests"
+                )
                 commits = context.table("gc_committed_commits")
                 keep_mark(context, mark_identity(context, commits), written)
                 report.update(mark_reused_from_run_id=None)

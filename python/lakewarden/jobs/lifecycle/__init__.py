@@ -248,7 +248,7 @@ def mark_lifecycle(
         reads_ranges = reads_any_range(context)
         if not reads_ranges:
             log.info("lifecycle: this run reads no range (nothing new, no age crossed a rule's threshold): no scan planned")
-        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, tests=False, **variables)
+        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="models", **variables)
         marked = context.table("lifecycle_marked_addresses")
         # kept: the objects of the ranges this run read (none in a run that reads no range)
         read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
@@ -264,7 +264,7 @@ def mark_lifecycle(
         # the figures are computed beside the safety tests and the writes, and saved only once
         # the tests passed and the outputs are written
         with drawn_beside(draw, lambda document: save_figures(report.directory, document)):
-            context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, **variables)  # the safety tests
+            context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="tests", **variables)
             record_policy(context)
             figures = _figures(context)
             figures["range_windows_computed"] = context.keep_range_windows()
