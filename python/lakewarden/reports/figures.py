@@ -165,26 +165,12 @@ def read_figures(report_dir: Path) -> Figures | None:
 # what the jobs call
 
 
-def write_figures(
-    report_dir: Path,
-    spark: "SparkSession",
-    *,
-    job: str,
-    marked: "DataFrame",
-    snapshot_schema: str,
-    now: datetime,
-    kept: "DataFrame | Callable[[], DataFrame] | None" = None,
-    kept_note: str | None = None,
-    on_commits: bool = True,
-) -> Path | None:
-    """:func:`figures_document`, then :func:`save_figures` in ``report_dir``; never raises."""
-    return save_figures(
-        report_dir,
-        figures_document(
-            spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now, kept=kept, kept_note=kept_note,
-            on_commits=on_commits,
-        ),
-    )
+def write_figures(report_dir: Path, spark: "SparkSession", **options: Any) -> Path | None:
+    """:func:`figures_document` with ``options`` (its keywords: ``job``, ``marked``,
+    ``snapshot_schema``, ``now``, ...), then :func:`save_figures` in ``report_dir``: the two steps
+    in one call, for a caller that has nothing to do between them. Never raises on Spark's or the
+    disk's account."""
+    return save_figures(report_dir, figures_document(spark, **options))
 
 
 def figures_document(
