@@ -1,9 +1,10 @@
 """``figures.json``: every number ``report.html`` draws, computed by Spark in the mark's session.
 
 The page must be cheap to (re)draw: after the mark, and again after each sweep. So the marked
-table is aggregated where it already is, in the job's Spark session right after
-``addresses.csv`` is written, and the page reads a few hundred numbers instead of a million
-addresses (issue 18: "reports from aggregates"). The aggregates:
+table is aggregated where it already is, in the job's Spark session as soon as it is built
+(beside the job's safety tests and writes, :func:`drawn_beside`; saved once those passed), and
+the page reads a few hundred numbers instead of a million addresses (issue 18: "reports from
+aggregates"). The aggregates:
 
 * marked objects and bytes in total, by top-level prefix of the logical path, by reason (GC) or
   rule (lifecycle), and by branch;
