@@ -76,7 +76,18 @@ STORAGE_TABLE = f"{SNAPSHOT_SCHEMA}.storage_inventory"
 #: once. As a view they were computed in each (the storage table and the previous inventory
 #: read three times): 8.45M stored objects, 1% churn, 2 cores, the optimized run's models 15.8 s
 #: against 19.6 s (and its whole process 34.2-35.4 s against 36.8 s)
-OPTIMIZED_TABLES = ("int_gc_uncommitted__candidate_objects",)
+#: The references it subtracts (the entries of the ranges it reads, and those of objects written
+#: since) are computed as tables too: their files' size is what Spark plans the subtraction by. As
+#: views over the snapshot's entries they looked as large as every entry, so Spark planned
+#: shuffle joins, moving every candidate (937,000 rows, 186 MiB, at 8.45M stored objects) twice
+#: before finding the references small enough to broadcast; as tables of the few they hold they
+#: are broadcast from the start. Large references (an optimized run after many commits) stay a
+#: shuffle join: the driver never holds more than Spark's broadcast threshold of them.
+OPTIMIZED_TABLES = (
+    "int_gc_uncommitted__candidate_objects",
+    "int_gc_uncommitted__committed_references",
+    "int_gc_uncommitted__rewritten_references",
+)
 
 
 def register(kinds: argparse._SubParsersAction) -> None:
@@ -401,6 +412,9 @@ def mark_uncommitted(
         }
         if previous is not None:
             variables["gc_uncommitted_storage_cutoff"] = rfc3339(previous.storage_cutoff)
+            # storage holds only what this run considers already (the report cut by the same
+            # test, or that run's uncommitted inventory): the models do not test it again
+            variables["gc_uncommitted_storage_considered"] = bool(considered is not None or same_report)
             if previous.last_commit_created_at is not None:
                 variables["gc_uncommitted_previous_last_commit_at"] = rfc3339(previous.last_commit_created_at)
         # an optimized run's candidates are read by three queries (the keys written since, the
