@@ -557,14 +557,13 @@ def _snapshot_figures(
     # held in memory between the two reads (a few bytes a marked entry).
     from pyspark import StorageLevel
 
-    held = None
     if "range_ids" in rows.columns:
         marked_entries = rows.select(
             F.xxhash64("address").alias("address_key"), F.explode("range_ids").alias("range_id"), F.col("size").alias("marked_size")
         )
     else:
         holders = entries().select("address_key", "range_id").join(keyed.select("address_key", "marked_size"), "address_key")
-        marked_entries = held = holders.persist(StorageLevel.MEMORY_AND_DISK)
+        marked_entries = holders.persist(StorageLevel.MEMORY_AND_DISK)
         marked_entries.count()
     holding = marked_entries.select("range_id").distinct()
     # The metarange rows (2M on the 100,000-commit history) are streamed once and never shuffled:
@@ -609,8 +608,7 @@ def _snapshot_figures(
     # thousands of combinations on a long history fold into far fewer distinct unions
     by_union: dict[tuple[int, bool], Group] = {}
     collected = combos.collect()
-    if held is not None:
-        held.unpersist()
+    marked_entries.unpersist()  # nothing to release when they were not held
     for row in collected:
         objects, size = int(row["objects"]), int(row["bytes"] or 0)
         if not row["marked"]:

@@ -149,7 +149,10 @@ def mark_committed(
         # active set are those of an earlier mark on this state dir, that mark is the answer
         context.build_models(COMMITS_MODELS, retain_tags=retain_tags)
         commits = context.table("gc_committed_commits")
-        reused = find_reusable_mark(context, mark_identity(context, commits))
+        # a function of the snapshot, the project and the active set alone: the mark's build
+        # below reads the same gc_committed_commits, so this identity is also the one it keeps
+        identity = mark_identity(context, commits)
+        reused = find_reusable_mark(context, identity)
         if reused is not None:
             reused_run_id, location = reused
             report.update(mark_reused_from_run_id=reused_run_id, ranges_read=0)
@@ -172,12 +175,11 @@ def mark_committed(
         with drawn_beside(draw if figures else None, lambda drawn: save_mark_figures(report, drawn)):
             if written is not None:
                 # the safety tests (they need gc_committed_commits in the same build); the mark is
-                # kept for reuse once they passed, with the identity of the commits this build computed
+                # kept for reuse once they passed
                 context.build_models(
                     MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags, part="tests"
                 )
-                commits = context.table("gc_committed_commits")
-                keep_mark(context, mark_identity(context, commits), written)
+                keep_mark(context, identity, written)
                 report.update(mark_reused_from_run_id=None)
             if context.lakefs_kept is not None:  # before any address is written: nothing to sweep
                 from lakewarden.lakefs_answer import check_active_covers_kept
