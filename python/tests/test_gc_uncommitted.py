@@ -247,6 +247,76 @@ def test_committed_object_rewritten_in_place_stays_kept_in_later_runs(spark, tes
         repo.advance(timedelta(days=1))
 
 
+def entry_key_runs(report: Path) -> list[str]:
+    """The runs whose entry keys cover every range the run of ``report`` has read."""
+    output_dir = Path(summary(report)["output_dir"])
+    return json.loads((output_dir / gc_uncommitted.ENTRY_KEY_RUNS_FILE).read_text())["runs"]
+
+
+def entry_key_count(report: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(Path(summary(report)["output_dir"]) / gc_uncommitted.ENTRY_KEYS_DIR).num_rows
+
+
+def test_entry_keys_chain_continues_restarts_and_recovers(spark, test_state_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """Each run keeps the keys of the entries of the ranges it keyed and the runs whose keys cover
+    every range it has read. An optimized run continues that chain (keying only the ranges it
+    reads); one whose chain has reached MAX_ENTRY_KEY_RUNS keys every range again and starts a
+    new one; and one whose chain lost a run's keys does not trust it: it checks the objects
+    written since against every entry itself. The marks are the oracle's throughout, and an
+    object written since that only an old range references (rewritten in place) stays kept."""
+    monkeypatch.setattr(gc_uncommitted, "MAX_ENTRY_KEY_RUNS", 2)
+    repo = Repo(tmp_path / "repo", seed=12)
+    repo.advance(timedelta(days=1))
+    rewritten = repo.stage("main")
+    repo.commit("main")
+    repo.upload()
+    repo.advance(timedelta(days=2))
+
+    def run(number: int) -> Path:
+        snapshot = repo.write_snapshot()
+        report = tmp_path / f"r{number}"
+        assert run_uc(snapshot, test_state_dir, report, repo.clock, "--min-age", "1h", "--dry-run") == 0
+        expected = gc_uncommitted_marked(Snapshot.read(snapshot), local_storage(repo.namespace_path), repo.clock, timedelta(hours=1))
+        assert marked(report) == expected
+        assert (repo.namespace_path / rewritten).as_uri() not in marked(report)
+        repo.advance(timedelta(hours=1))  # what follows is written after this run
+        return report
+
+    def all_entries() -> int:
+        return sum(len(entries) for entries in repo.ranges.values())
+
+    first = run(1)
+    assert summary(first)["run_mode"] == "clean"
+    assert entry_key_runs(first) == [summary(first)["run_id"]] and entry_key_count(first) == all_entries()
+
+    repo.stage("main")
+    repo.commit("main")
+    repo.upload()
+    stamp = repo.clock.timestamp()  # the committed object rewritten in place after run 1
+    os.utime(repo.namespace_path / rewritten, (stamp, stamp))
+    repo.advance(timedelta(days=1))
+    second = run(2)
+    assert "the entry keys of 1 run(s)" in summary(second)["run_mode_reason"]
+    assert entry_key_runs(second) == [summary(first)["run_id"], summary(second)["run_id"]]
+    assert entry_key_count(second) == summary(second)["newly_read_ranges"] == 1  # the new commit's range: one entry
+
+    repo.upload()
+    repo.advance(timedelta(days=1))
+    third = run(3)  # a chain of MAX_ENTRY_KEY_RUNS runs: used, then started again
+    assert "the entry keys of 2 run(s)" in summary(third)["run_mode_reason"]
+    assert entry_key_runs(third) == [summary(third)["run_id"]] and entry_key_count(third) == all_entries()
+
+    (Path(summary(third)["output_dir"]) / gc_uncommitted.ENTRY_KEYS_DIR / "_SUCCESS").unlink()
+    repo.upload()
+    repo.advance(timedelta(days=1))
+    fourth = run(4)  # run 3's keys lost: every entry checked, and a new chain
+    assert "entry keys" in summary(fourth)["run_mode_reason"] and "missing" in summary(fourth)["run_mode_reason"]
+    assert summary(fourth)["run_mode"] == "optimized"
+    assert entry_key_runs(fourth) == [summary(fourth)["run_id"]] and entry_key_count(fourth) == all_entries()
+
+
 # -- property: optimized is always a subset of clean -----------------------------------------------
 
 OPERATIONS = st.sampled_from(

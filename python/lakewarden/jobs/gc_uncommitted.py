@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 JOB = "gc-uncommitted"
-MARK_MODELS = "+gc_uncommitted_run +gc_uncommitted_read_ranges"
+MARK_MODELS = "+gc_uncommitted_run +gc_uncommitted_read_ranges +gc_uncommitted_entry_keys"
 DEFAULT_MIN_AGE = "24h"
 #: Below this, objects still being uploaded (lakeFS upload tokens, multipart uploads) could go.
 MIN_SAFE_AGE = timedelta(hours=1)
@@ -64,6 +64,16 @@ PREVIOUS_INVENTORY = "gc_uncommitted_previous_inventory"
 PREVIOUS_RANGES = "gc_uncommitted_previous_ranges"
 PREVIOUS_INVENTORY_TABLE = f"{SNAPSHOT_SCHEMA}.{PREVIOUS_INVENTORY}"
 PREVIOUS_RANGES_TABLE = f"{SNAPSHOT_SCHEMA}.{PREVIOUS_RANGES}"
+PREVIOUS_ENTRY_KEYS = "gc_uncommitted_previous_entry_keys"
+PREVIOUS_ENTRY_KEYS_TABLE = f"{SNAPSHOT_SCHEMA}.{PREVIOUS_ENTRY_KEYS}"
+#: a run's entry keys (gc_uncommitted_entry_keys) beside its outputs, and the runs whose entry
+#: keys together cover every range it has read (its own last): :func:`kept_entry_key_runs`
+ENTRY_KEYS_DIR = "entry_keys"
+ENTRY_KEY_RUNS_FILE = "entry_keys.json"
+#: how many runs' entry keys an optimized run reads at most; the run after keys every range of
+#: the snapshot again (as a clean run does) and starts a new chain, so a namespace collected
+#: daily never reads hundreds of small directories
+MAX_ENTRY_KEY_RUNS = 16
 #: what the page's "kept" ages count for this job
 KEPT_UNCOMMITTED_NOTE = (
     "kept: uncommitted objects this run considered and keeps (staged, younger than --min-age, or not deletable); "
@@ -319,6 +329,55 @@ def previous_inventory(spark: Any) -> Any:
     return spark.table(PREVIOUS_INVENTORY_TABLE).select("physical_address", "size", "last_modified")
 
 
+def kept_entry_key_runs(previous: PreviousRun) -> tuple[list[Path] | None, str]:
+    """The entry keys directories whose union holds the key of every entry of every range the
+    previous run had read (itself, or inherited from the runs before it), and why (not).
+
+    Each run saves its ``gc_uncommitted_entry_keys`` beside its outputs and, after them, the
+    list of runs whose keys cover every range it has read (``entry_keys.json``): its own alone
+    when it keyed every range (a clean run; a chain broken or grown long), else the previous
+    run's list and its own (the ranges it read itself). Ranges never change, so a range's keys
+    stay true for good. Any gap (a run from before entry keys were kept, a directory without its
+    ``_SUCCESS``, an unreadable list) gives None: the run then keys every entry itself, as
+    before, and starts a new chain."""
+    import json
+
+    directory = Path(previous.uncommitted_inventory_location).parent
+    listing = directory / ENTRY_KEY_RUNS_FILE
+    try:
+        runs = json.loads(listing.read_text(encoding="utf-8"))["runs"]
+    except FileNotFoundError:
+        return None, f"previous run {previous.run_id} kept no entry keys"
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"previous run {previous.run_id}'s {listing.name} is unreadable ({exc})"
+    if not isinstance(runs, list) or not runs or not all(isinstance(run, str) and run and "/" not in run and run not in (".", "..") for run in runs):
+        return None, f"previous run {previous.run_id}'s {listing.name} lists no runs"
+    locations = [directory.parent / run / ENTRY_KEYS_DIR for run in runs]
+    for location in locations:
+        if not (location / "_SUCCESS").is_file():
+            return None, f"entry keys {location} are missing"
+    return locations, f"the entry keys of {len(locations)} run(s)"
+
+
+def _point_entry_keys(spark: Any, locations: list[Path] | None) -> None:
+    """The previous runs' entry keys as one source (a view over a table per directory, each
+    declared with the source's column: an empty directory reads as no rows, and no job infers
+    a schema); empty when there are none."""
+    from lakewarden.snapshot import source_ddl
+
+    ddl = source_ddl("lakewarden", PREVIOUS_ENTRY_KEYS)
+    if not locations:
+        _point_table(spark, PREVIOUS_ENTRY_KEYS_TABLE, ddl, None)
+        return
+    parts = []
+    for number, location in enumerate(locations):
+        part = f"{PREVIOUS_ENTRY_KEYS_TABLE}_{number}"
+        _point_table(spark, part, ddl, str(location))
+        parts.append(f"select address_key from {part}")
+    spark.sql(f"drop table if exists {PREVIOUS_ENTRY_KEYS_TABLE}")
+    spark.sql(f"create or replace view {PREVIOUS_ENTRY_KEYS_TABLE} as " + " union all ".join(parts))
+
+
 def _point_table(spark: Any, table: str, ddl: str, location: str | None) -> None:
     """(Re)create a runner-written source table: external over ``location``, or empty. Declared
     with the source's columns, so neither the models nor the runner reading it (the previous
@@ -367,6 +426,13 @@ def mark_uncommitted(
                  previous.uncommitted_inventory_location if previous else None)
     _point_table(spark, PREVIOUS_RANGES_TABLE, source_ddl("lakewarden", PREVIOUS_RANGES),
                  previous.scanned_ranges_location if previous else None)
+    # the keys of the entries of every range read before, when the previous runs kept them all
+    key_runs, keys_reason = kept_entry_key_runs(previous) if previous is not None else (None, "")
+    # this run keys only the ranges it reads when it continues that chain, else every range
+    continues_keys = key_runs is not None and len(key_runs) < MAX_ENTRY_KEY_RUNS
+    _point_entry_keys(spark, key_runs)
+    if previous is not None:
+        mode_reason += f"; {keys_reason}"
     fingerprint = manifest_fingerprint(manifest, options) if manifest else None
     same_report = previous is not None and fingerprint is not None and previous.inventory_fingerprint == fingerprint
     # an optimized run reads only what it considers of a new report (a plan: nothing is read
@@ -417,6 +483,9 @@ def mark_uncommitted(
             variables["gc_uncommitted_storage_considered"] = bool(considered is not None or same_report)
             if previous.last_commit_created_at is not None:
                 variables["gc_uncommitted_previous_last_commit_at"] = rfc3339(previous.last_commit_created_at)
+            # objects written since are tested against the kept keys of the ranges read before
+            variables["gc_uncommitted_kept_entry_keys"] = key_runs is not None
+            variables["gc_uncommitted_entry_keys_continue"] = continues_keys
         # an optimized run's candidates are read by three queries (the keys written since, the
         # entries referencing them, the inventory): computed once (OPTIMIZED_TABLES)
         context.build_models(MARK_MODELS, as_tables=OPTIMIZED_TABLES if previous is not None else (), **variables)
@@ -451,6 +520,11 @@ def mark_uncommitted(
             ).write.mode("overwrite").parquet(str(inventory_dir))
             context.table("gc_uncommitted_read_ranges").select("range_id").write.mode("overwrite").parquet(str(ranges_dir))
             marked.select("address").write.mode("overwrite").parquet(str(output_dir / "deleted"))
+            # the keys of the entries of the ranges this run keyed, then the runs whose keys
+            # cover every range it has read: the next optimized run's test of objects written since
+            context.table("gc_uncommitted_entry_keys").write.mode("overwrite").parquet(str(output_dir / ENTRY_KEYS_DIR))
+        key_chain = [location.parent.name for location in key_runs or ()] if continues_keys else []
+        write_json_atomic(output_dir / ENTRY_KEY_RUNS_FILE, {"runs": [*key_chain, context.run_id]})
         phase("report_and_outputs")
         last_commit_at = from_spark(run["last_commit_created_at"])
         bound = min(context.now, observed_at)
