@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from lakewarden.errors import BadInput
 from lakewarden.runtime.compiled_models import (
     RUN_VALUE_STANDINS,
     SUPPORTED_MATERIALIZATIONS,
@@ -290,6 +291,55 @@ def test_nodes_at_once_start_only_after_what_they_depend_on_and_a_failure_starts
         runner.build([broken, after, _node("c_beside", "select 1 as n")])
     assert ("start", "c_after") not in runner.events
     assert not runner.built("c_after") and not runner.built("c_broken")
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_node_reading_an_awaited_source_starts_once_it_is_written_the_others_meanwhile(spark, concurrency):
+    """awaiting: a source the caller is still writing (uncommitted GC's storage inventory). The
+    node reading it starts after the write; a node that does not read it runs before the write
+    ends; a failed write fails the build with its own error and starts nothing that reads it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = "source.t.runner_test.a_written"
+    reader = _node("a_reader", "select n from runner_test.a_written", materialized="table", depends_on=[source])
+    beside = _node("a_beside", "select 1 as n", materialized="table")
+    nodes = [reader, beside]
+    spark.sql("create database if not exists runner_test")
+    spark.sql("drop table if exists runner_test.a_written")
+    release = threading.Event()
+    seen_before_write: list[bool] = []
+
+    def write() -> None:
+        # the caller's write, held back until the node beside it has run (with one node at a
+        # time the order is the compiled one, so the write goes on when it is awaited)
+        release.wait(timeout=30)
+        seen_before_write.append(runner.built("a_beside"))
+        spark.range(3).selectExpr("id as n").write.mode("overwrite").saveAsTable("runner_test.a_written")
+
+    runner = RecordingRunner(spark, concurrency=concurrency)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        written = pool.submit(write)
+        if concurrency > 1:
+            threading.Timer(2.0, release.set).start()  # the node beside has had its chance by then
+        else:
+            release.set()
+        result = runner.build(nodes, awaiting={source: written})
+    assert set(result.executed) == {"a_reader", "a_beside"}
+    assert spark.table("runner_test.a_reader").count() == 3
+    if concurrency > 1:
+        assert seen_before_write == [True], "the node that does not read the source waited for its write"
+
+    def broken_write() -> None:
+        raise BadInput("a data file is missing", field="files")
+
+    runner = RecordingRunner(spark, concurrency=concurrency)
+    fresh = [_node("a_reader2", "select n from runner_test.a_written", materialized="table", depends_on=[source])]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        failed = pool.submit(broken_write)
+        with pytest.raises(BadInput, match="data file is missing"):
+            runner.build(fresh, awaiting={source: failed})
+    assert ("start", "a_reader2") not in runner.events
 
 
 def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark):

@@ -20,6 +20,8 @@ from lakewarden.runtime.state_dir import add_state_option, state_dir
 from lakewarden.timestamps import parse_rfc3339, rfc3339
 
 if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Future
+
     from pyspark.sql import SparkSession
 
     from lakewarden.runtime.compiled_models import BuildResult, ModelRunner
@@ -258,6 +260,7 @@ class JobContext:
         only_upstream_of: "Sequence[str] | None" = None,
         as_tables: "Collection[str]" = (),
         part: str = "all",
+        awaiting: "Mapping[str, Future[Any]] | None" = None,
         **variables: object,
     ) -> "BuildResult":
         """Build a job's models with this run's variables, plus the singular safety tests whose
@@ -269,7 +272,10 @@ class JobContext:
         compiled whole, so a later build of the rest compiles nothing new). ``as_tables``: views
         this run computes once as tables (:meth:`ModelRunner.build`). ``part``: ``models`` builds
         the models only and ``tests`` then runs the safety tests (``all``: both), so a job can
-        compute what only its report reads beside them (lakewarden.reports.figures.drawn_beside)."""
+        compute what only its report reads beside them (lakewarden.reports.figures.drawn_beside).
+        ``awaiting``: sources the job is still writing, by dbt's unique id
+        (:func:`~lakewarden.runtime.compiled_models.source_id`), each with its write's future:
+        the models that read one wait for it, the others run meanwhile."""
         from lakewarden.runtime.compiled_models import compile_selection, upstream_of
         from lakewarden.runtime.project import SENT
 
@@ -288,7 +294,7 @@ class JobContext:
         if part != "all":
             # the tests' part is the whole selection again: the models this run built are reused
             selection = f"{selection} ({'models' if part == 'models' else 'safety tests'})"
-        result = runner.build(nodes, label=selection, locations=locations, selection=whole, as_tables=as_tables)
+        result = runner.build(nodes, label=selection, locations=locations, selection=whole, as_tables=as_tables, awaiting=awaiting)
         SENT["queries"] += result.statements
         log.info(
             "models %s: %d executed, %d already built, %d statements in %.1fs",

@@ -19,10 +19,11 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from lakewarden.durations import parse_duration
 from lakewarden.errors import BadInput, error_line
@@ -38,10 +39,13 @@ from lakewarden.jobs.common import (
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.reports.directory import Report, write_json_atomic
 from lakewarden.reports.figures import drawn_beside, write_figures
+from lakewarden.runtime.compiled_models import source_id
 from lakewarden.state_tables import append_rows, qualified, state_lock
 from lakewarden.timestamps import from_spark
 
 if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Future
+
     from lakewarden.inventory import Considered
     from lakewarden.jobs.options import RunOptions
     from lakewarden.stores import StoreOptions
@@ -388,6 +392,35 @@ def _point_table(spark: Any, table: str, ddl: str, location: str | None) -> None
     spark.sql(f"create table {table} ({ddl}) using parquet{where}")
 
 
+#: dbt's id of the storage inventory source: the models reading it wait for its write
+STORAGE_SOURCE = source_id("lakewarden", "storage_inventory")
+
+
+@contextmanager
+def write_storage_beside(spark: Any, storage: Any) -> Iterator[dict[str, "Future[None]"]]:
+    """Write what storage holds (``storage``: the inventory report read, cut or listed) as the
+    storage inventory table in a thread of its own, and give the build its future
+    (:meth:`~lakewarden.runtime.compiled_models.ModelRunner.build`'s ``awaiting``): the models
+    that do not read storage (the ranges listed and read, the entries of the ranges read, their
+    keys, the staged entries) run meanwhile, on the cores the report's read leaves idle (its
+    broadcast of the previous inventory, its single-task stages), and the models reading
+    storage start once it is written. A failed write (a report's data file missing) fails the
+    build with its own error; leaving the block waits for the write, so nothing outlives it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write() -> None:
+        spark.sparkContext.setJobDescription("lakewarden storage inventory")
+        try:
+            storage.write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
+        finally:
+            spark.sparkContext.setJobDescription(None)
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lakewarden-storage") as pool:
+        written = pool.submit(write)
+        yield {STORAGE_SOURCE: written}
+        written.result()  # written, or its error raised (a build that never needed it included)
+
+
 def mark_uncommitted(
     context: JobContext,
     *,
@@ -470,8 +503,6 @@ def mark_uncommitted(
         if same_report:
             assert previous is not None
             storage = previous_inventory(spark)
-        storage.write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
-        phase("storage_inventory")
         variables: dict[str, Any] = {
             "gc_uncommitted_mode": mode,
             "gc_uncommitted_min_age_seconds": int(min_age.total_seconds()),
@@ -487,9 +518,13 @@ def mark_uncommitted(
             variables["gc_uncommitted_kept_entry_keys"] = key_runs is not None
             variables["gc_uncommitted_entry_keys_continue"] = continues_keys
         # an optimized run's candidates are read by three queries (the keys written since, the
-        # entries referencing them, the inventory): computed once (OPTIMIZED_TABLES)
-        context.build_models(MARK_MODELS, as_tables=OPTIMIZED_TABLES if previous is not None else (), **variables)
-        phase("models")
+        # entries referencing them, the inventory): computed once (OPTIMIZED_TABLES). Storage is
+        # written beside the models that do not read it (write_storage_beside)
+        with write_storage_beside(spark, storage) as written:
+            context.build_models(
+                MARK_MODELS, as_tables=OPTIMIZED_TABLES if previous is not None else (), awaiting=written, **variables
+            )
+        phase("storage_inventory_and_models")
         run = context.table("gc_uncommitted_run").first().asDict()
         marked = context.table("gc_uncommitted_marked_addresses")
         # kept: the uncommitted objects this run considered and keeps (staged, younger than

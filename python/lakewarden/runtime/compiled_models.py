@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 from lakewarden.errors import LakewardenError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from concurrent.futures import Future
+
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
@@ -330,6 +332,7 @@ class ModelRunner:
         locations: Mapping[str, Path] | None = None,
         selection: Sequence[CompiledNode] | None = None,
         as_tables: Collection[str] = (),
+        awaiting: Mapping[str, "Future[Any]"] | None = None,
     ) -> BuildResult:
         """Execute the nodes not yet executed with their code. ``locations``: models (by name)
         whose table is written at a given directory instead of the warehouse (a job keeps a
@@ -337,7 +340,10 @@ class ModelRunner:
         selection ``nodes`` is a slice of (default ``nodes``): what a later slice reads
         decides what this one may hold in memory. ``as_tables``: views (by name) this build
         computes once as tables, because several of its queries read them (the same rows;
-        a view is computed again in every query that reads it)."""
+        a view is computed again in every query that reads it). ``awaiting``: sources (by
+        dbt's unique id) the caller is still writing, each with the future of its write: a node
+        reading one starts once it is written, and the others meanwhile (a failed write fails
+        the build with its error)."""
         from lakewarden.runtime.progress import phase
 
         if as_tables:
@@ -356,14 +362,18 @@ class ModelRunner:
         reused = tuple(node.name for node in nodes if node not in pending)
         warnings: list[str] = []
         with phase(f"models {label}".rstrip(), total=len(pending), unit="nodes") as bar:
+            awaiting = dict(awaiting or {})
             if self.concurrency <= 1:
                 for node in pending:
+                    for dependency in node.depends_on:
+                        if dependency in awaiting:
+                            awaiting[dependency].result()  # written (or its error raised)
                     warning = self._execute(node)
                     if warning:
                         warnings.append(warning)
                     bar.advance()
             else:
-                warnings.extend(self._execute_concurrently(pending, bar.advance))
+                warnings.extend(self._execute_concurrently(pending, bar.advance, awaiting))
         return BuildResult(
             executed=tuple(node.name for node in pending),
             reused=reused,
@@ -398,36 +408,57 @@ class ModelRunner:
         )
         return warning
 
-    def _execute_concurrently(self, pending: Sequence[CompiledNode], advance: Any) -> list[str]:
+    def _execute_concurrently(
+        self, pending: Sequence[CompiledNode], advance: Any, awaiting: Mapping[str, "Future[Any]"] | None = None
+    ) -> list[str]:
         """Execute ``pending`` with up to :attr:`concurrency` nodes at once, each as soon as every
-        node it depends on is done, in the compiled order otherwise. Spark plans and runs the
-        queries of several threads on one session at once: the driver's per-statement work
-        (planning, small jobs, catalog calls) of one node overlaps another's. On a failure no
+        node it depends on is done (and every source in ``awaiting`` it reads is written), in the
+        compiled order otherwise. Spark plans and runs the queries of several threads on one
+        session at once: the driver's per-statement work (planning, small jobs, catalog calls)
+        of one node overlaps another's. On a failure (a node's, or an awaited write's) no
         further node starts; the nodes running finish, and the first failure is raised."""
-        from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+        awaiting = dict(awaiting or {})
         waiting = list(pending)
         pending_ids = {node.unique_id for node in pending}
         finished: set[str] = set()
         running: dict[Future[str | None], CompiledNode] = {}
         warnings: dict[str, str] = {}
         failure: BaseException | None = None
+
+        def ready(dependency: str) -> bool:
+            if dependency in pending_ids:
+                return dependency in finished
+            written = awaiting.get(dependency)
+            return written is None or (written.done() and written.exception() is None)
+
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="lakewarden-node") as pool:
             while waiting or running:
+                for written in awaiting.values():
+                    if failure is None and written.done() and written.exception() is not None:
+                        failure = written.exception()
                 if failure is None:
-                    for node in [n for n in waiting if all(d in finished or d not in pending_ids for d in n.depends_on)]:
+                    for node in [n for n in waiting if all(ready(d) for d in n.depends_on)]:
                         if len(running) >= self.concurrency:
                             break
                         waiting.remove(node)
                         running[pool.submit(self._execute, node)] = node
-                if not running:
+                # the awaited writes that a waiting node still needs
+                needed = [] if failure is not None else [
+                    written for dependency, written in awaiting.items()
+                    if not written.done() and any(dependency in node.depends_on for node in waiting)
+                ]
+                if not running and not needed:
                     break  # a failure stopped the rest (or, never, a cycle)
                 try:
-                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    done, _ = wait([*running, *needed], return_when=FIRST_COMPLETED)
                 except BaseException:  # Ctrl-C: the nodes running stop with their Spark jobs
                     self.spark.sparkContext.cancelAllJobs()
                     raise
                 for future in done:
+                    if future not in running:
+                        continue  # an awaited write: its nodes start (or its failure stops) above
                     node = running.pop(future)
                     try:
                         warning = future.result()
@@ -610,6 +641,12 @@ class ModelRunner:
             log.warning("%s", message)
             return message
         return None
+
+
+def source_id(source: str, table: str, *, project: str = "lakewarden") -> str:
+    """dbt's unique id of a source table (``source.<project>.<source>.<table>``): how a node's
+    ``depends_on`` names it (:meth:`ModelRunner.build`'s ``awaiting``)."""
+    return f"source.{project}.{source}.{table}"
 
 
 #: how macros/range_list.sql marks a subquery selecting range ids
