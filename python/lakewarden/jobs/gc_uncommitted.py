@@ -402,9 +402,10 @@ def write_storage_beside(spark: Any, storage: Any) -> Iterator[dict[str, "Future
     storage inventory table in a thread of its own, and give the build its future
     (:meth:`~lakewarden.runtime.compiled_models.ModelRunner.build`'s ``awaiting``): the models
     that do not read storage (the ranges listed and read, the entries of the ranges read, their
-    keys, the staged entries) run meanwhile, on the cores the report's read leaves idle (its
-    broadcast of the previous inventory, its single-task stages), and the models reading
-    storage start once it is written. A failed write (a report's data file missing) fails the
+    keys, the staged entries) run meanwhile, and the models reading storage start once it is
+    written. A clean run gains most (8.45M objects, runs in turn: 50.9-54.4 s against
+    54.2-59.7 s with the write first); an optimized run's cut of the report keeps both cores
+    busy, and its time did not move. A failed write (a report's data file missing) fails the
     build with its own error; leaving the block waits for the write, so nothing outlives it."""
     from concurrent.futures import ThreadPoolExecutor
 
