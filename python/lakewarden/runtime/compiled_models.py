@@ -409,7 +409,7 @@ class ModelRunner:
         return warning
 
     def _execute_concurrently(
-        self, pending: Sequence[CompiledNode], advance: Any, awaiting: Mapping[str, "Future[Any]"] | None = None
+        self, pending: Sequence[CompiledNode], advance: Any, awaiting: Mapping[str, "Future[Any]"]
     ) -> list[str]:
         """Execute ``pending`` with up to :attr:`concurrency` nodes at once, each as soon as every
         node it depends on is done (and every source in ``awaiting`` it reads is written), in the
@@ -419,7 +419,6 @@ class ModelRunner:
         further node starts; the nodes running finish, and the first failure is raised."""
         from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-        awaiting = dict(awaiting or {})
         waiting = list(pending)
         pending_ids = {node.unique_id for node in pending}
         finished: set[str] = set()
