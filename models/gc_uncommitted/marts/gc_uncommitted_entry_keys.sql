@@ -19,25 +19,14 @@ repository as (
 
 ),
 
-{% if ranges_read_only -%}
 entries as (
 
     select
         address,
         address_type
-    from {{ ref('int_gc_uncommitted__committed_references') }}
+    from {{ ref('int_gc_uncommitted__committed_references') if ranges_read_only else ref('stg_lakefs__ranges') }}
 
 ),
-{%- else -%}
-entries as (
-
-    select
-        address,
-        address_type
-    from {{ ref('stg_lakefs__ranges') }}
-
-),
-{%- endif %}
 
 final as (
 
