@@ -18,6 +18,7 @@ renamed as (
         min(min_last_modified) as min_last_modified_at,
         max(max_last_modified) as max_last_modified_at,
         max(entry_count) as entry_count,
+        max(age_windows) as age_windows,
         min(first_seen_run_id) as first_seen_run_id
     from source
     group by storage_namespace, range_id

@@ -23,6 +23,7 @@ final as (
         range_windows.min_last_modified_at as min_last_modified,
         range_windows.max_last_modified_at as max_last_modified,
         range_windows.entry_count,
+        range_windows.age_windows,
         '{{ var("run_id") }}' as first_seen_run_id
     from range_windows
     cross join repository

@@ -158,7 +158,22 @@ def arrow_type(kind: str) -> pa.DataType:
     if kind.startswith("map<") and kind.endswith(">"):
         key, value = kind[4:-1].split(",", 1)
         return pa.map_(arrow_type(key), arrow_type(value))
+    if kind.startswith("struct<") and kind.endswith(">"):
+        fields = (field.split(":", 1) for field in _top_level_fields(kind[7:-1]))
+        return pa.struct([(name.strip().strip("`"), arrow_type(field_kind)) for name, field_kind in fields])
     raise ValueError(f"no Arrow type for the Spark type {kind!r}")
+
+
+def _top_level_fields(fields: str) -> list[str]:
+    """``a:int,b:array<struct<c:int,d:int>>`` split at its own commas, not its fields' types'."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(fields):
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(fields[start:index])
+            start = index + 1
+    parts.append(fields[start:])
+    return parts
 
 
 @functools.cache
