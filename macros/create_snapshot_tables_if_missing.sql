@@ -1,13 +1,14 @@
 {#- For people who run `dbt build` themselves (the lakewarden runner registers its tables when its
     session starts and sets var('lakewarden_runner'), which makes this a no-op).
 
-    Every source that does not exist yet is declared here with the columns and data types of
-    models/sources.yml:
+    Every source is declared here with the columns and data types of models/sources.yml:
     - a table kept across runs (meta.state_table: lifecycle's ledger and policy history,
-      uncommitted GC's runs) is the Parquet directory under $LAKEWARDEN_HOME/tables/<name>, so
-      a plain `dbt build` reads the history the runner keeps (a table renamed since, meta.former_name,
-      is found under its current name once a lakewarden run has appended to it);
-    - any other source is an empty view: the build runs, on no data, unless the caller loaded a
+      uncommitted GC's runs, range windows) is the Parquet directory under
+      $LAKEWARDEN_HOME/tables/<name>, declared again on every build (a column added since then
+      appears): a plain `dbt build` reads the history the runner keeps (a table renamed since,
+      meta.former_name, is found under its current name once a lakewarden run has appended to
+      it);
+    - any other source that does not exist yet is an empty view: the build runs, on no data, unless the caller loaded a
       snapshot into the session first (the test suite, a notebook). -#}
 {% macro create_snapshot_tables_if_missing() %}
     {%- if execute and not var('lakewarden_runner', false) -%}
@@ -26,8 +27,12 @@
             {%- endfor -%}
             {%- set qualified = source_node.schema ~ "." ~ source_node.identifier -%}
             {%- if source_node.meta.get('state_table') -%}
+                {#- declared again on every build, so a table a metastore kept from an earlier
+                    version gets the columns added since (files without one read it as null);
+                    the table is external (its location given): dropping it leaves its files -#}
+                {%- do run_query("drop table if exists " ~ qualified) -%}
                 {%- do run_query(
-                    "create table if not exists " ~ qualified ~ " (" ~ columns | join(", ") ~ ") using parquet"
+                    "create table " ~ qualified ~ " (" ~ columns | join(", ") ~ ") using parquet"
                     ~ " location '" ~ home ~ "/tables/" ~ source_node.identifier ~ "'"
                 ) -%}
             {%- else -%}

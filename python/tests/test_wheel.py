@@ -63,6 +63,19 @@ for command in (["build"], ["run", "--select", "lifecycle+"]):
     print("RESULT " + json.dumps({"command": command, "success": outcome.success, "statuses": statuses}), flush=True)
     if not outcome.success:
         sys.exit(1)
+# A state table a metastore kept from an earlier version (range_windows before age_windows), with
+# a row: the next command declares it again with every column, and its files read as before.
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.getOrCreate()  # dbt's own session (the profile's method: session)
+location = spark.sql("describe formatted lakewarden_snapshot.range_windows").where("col_name = 'Location'").first()[1]
+spark.sql("drop table lakewarden_snapshot.range_windows")
+spark.sql("create table lakewarden_snapshot.range_windows (storage_namespace string, range_id string, "
+          "min_last_modified timestamp, max_last_modified timestamp, entry_count bigint, first_seen_run_id string) "
+          f"using parquet location '{location}'")
+spark.sql("insert into lakewarden_snapshot.range_windows values ('s3://b/ns', 'r1', timestamp'2024-01-01', timestamp'2024-01-02', 3, 'run0')")
+outcome = runner.invoke(["run", "--select", "stg_lakewarden__range_windows", *sys.argv[1:]])
+rows = [row.asDict() for row in spark.table("lakewarden.stg_lakewarden__range_windows").collect()]
+print("UPGRADED " + json.dumps({"success": outcome.success, "rows": rows}, default=str), flush=True)
 """
 
 # the demo's jobs, in the order it runs them, and the heading of each in its tour
@@ -136,7 +149,8 @@ def test_dbt_build_and_lifecycle_run_from_the_checkout_with_the_shipped_profiles
     the whole project through dbt's own materializations: every model (the Python ones
     included), every data test, the singular safety tests and every unit test (the seeds' worked
     examples), all passing. This is the suite's one full ``dbt build``; the jobs' own runs build
-    their selections on real snapshots in every end-to-end test."""
+    their selections on real snapshots in every end-to-end test. Then a state table as an
+    earlier version declared it (a column fewer) is declared again by the next command."""
     env = {**os.environ, "LAKEWARDEN_HOME": str(tmp_path / "state"), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
     common = ["--profiles-dir", "profiles", "--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")]
     result = subprocess.run(
@@ -157,6 +171,11 @@ def test_dbt_build_and_lifecycle_run_from_the_checkout_with_the_shipped_profiles
     assert {"int_graph__commit_branch_sets", "int_graph__branch_set_members", "int_gc_committed__active_commits"} <= built
     assert {"assert_gc_never_marks_live_addresses", "assert_lifecycle_never_marks_protected_addresses"} <= built
     assert "model.lakewarden.lifecycle_marked_addresses" in lifecycle and not any(".gc_" in unique_id for unique_id in lifecycle)
+    # a state table declared by an earlier version (without a column added since) is declared
+    # again by the next command: the new column reads null, the rows stay
+    upgraded = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("UPGRADED ")).removeprefix("UPGRADED "))
+    assert upgraded["success"], result.stdout[-3000:]
+    assert [(row["range_id"], row["entry_count"], row["age_windows"]) for row in upgraded["rows"]] == [("r1", 3, None)]
     # the shipped profile puts the catalog in a Derby metastore under the state dir, where a later
     # dbt process finds what this one built (both commands share one process here, so that later
     # process itself is not exercised)
