@@ -99,6 +99,28 @@ def test_state_rows_reads_a_small_table_without_spark(tmp_path: Path) -> None:
     assert rows["run-0"]["inventory_fingerprint"] is None and rows["run-0"]["finished_at"] is None
 
 
+def test_every_declared_state_column_has_its_arrow_type(tmp_path: Path) -> None:
+    """Each state table's declared columns (models/sources.yml) map to Arrow, struct arrays
+    included (range_windows' age_windows), and a row written with them reads back as written."""
+    from datetime import datetime, timezone
+
+    import pyarrow as pa
+
+    from lakewarden.snapshot import arrow_type
+    from lakewarden.state_tables import arrow_rows, state_rows, write_parquet_part
+
+    for table in state_table_names():
+        arrow_rows(table, [])  # raises for a type without an Arrow mapping
+    assert arrow_type("array<struct<segment:string,min_last_modified:timestamp,n:array<bigint>>>") == pa.list_(
+        pa.struct([("segment", pa.string()), ("min_last_modified", pa.timestamp("us", tz="UTC")), ("n", pa.list_(pa.int64()))])
+    )
+    day = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    windows = [{"segment": "events/", "min_last_modified": day, "max_last_modified": day}]
+    write_parquet_part(table_location(tmp_path, "range_windows"), arrow_rows("range_windows", [("s3://b/ns", "r1", day, day, 1, "run-1", windows)]))
+    (row,) = state_rows(tmp_path, "range_windows")
+    assert row["range_id"] == "r1" and row["age_windows"] == windows
+
+
 def test_a_state_dir_from_before_a_rename_keeps_its_rows(tmp_path: Path) -> None:
     """Uncommitted GC's history was ``uncommitted_gc_runs``: a state dir written then is read
     where it is (an optimized run still finds its previous run), and the first append moves the
