@@ -8,6 +8,7 @@ finds nothing and the second finds exactly the addresses slipped in."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -41,6 +42,21 @@ def safety_verdicts(
     (test,) = [node for node in nodes if node.name == test_name]
     reference = f"lakewarden.{mart}\n"
     assert reference in test.code, f"{test_name} no longer reads {mart} as this helper expects"
-    honest = [row["physical_address"] for row in spark.sql(test.code).collect()]
-    caught = [row["physical_address"] for row in spark.sql(test.code.replace(reference, f"lakewarden.{mart}_tampered\n")).collect()]
+    code = with_held_intermediates(spark, test.code)
+    honest = [row["physical_address"] for row in spark.sql(code).collect()]
+    caught = [row["physical_address"] for row in spark.sql(code.replace(reference, f"lakewarden.{mart}_tampered\n")).collect()]
     return honest, caught
+
+
+def with_held_intermediates(spark: SparkSession, code: str) -> str:
+    """``code`` reading the intermediates a small snapshot's run held in memory (temporary views
+    named as ``ModelRunner`` names them) where it holds them, as the run's test read them."""
+    from lakewarden.runtime.compiled_models import HELD_REFERENCE
+
+    temporary = {row["tableName"] for row in spark.sql("show tables").collect() if row["isTemporary"]}
+
+    def held(match: "re.Match[str]") -> str:
+        view = match.group(0).replace(".", "__")
+        return view if view in temporary else match.group(0)
+
+    return HELD_REFERENCE.sub(held, code)

@@ -390,10 +390,11 @@ def test_future_clock_needs_a_dry_run(spark, test_state_dir: Path, sample: Sampl
 
 def test_the_safety_test_catches_protected_addresses_in_the_mark(spark, test_state_dir: Path, tmp_path: Path) -> None:
     """The safety net the mark's build runs (tests/assert_lifecycle_never_marks_protected_addresses.sql)
-    finds a staged object and an object on a path no rule covers slipped into the marked rows,
-    and nothing in the honest mark: narrowing the entries by 64-bit key first loses no reference."""
+    finds a staged object and an object on a path no rule covers slipped into the marked rows
+    (neither among the objects whose references the job gathered), objects the job gathered and
+    kept for a staged entry or an uncovered path, and nothing in the honest mark."""
     from lakewarden.jobs.lifecycle import MARK_MODELS
-    from safety_tamper import safety_verdicts
+    from safety_tamper import safety_verdicts, with_held_intermediates
 
     # a repository of its own: the module's sample has runs of other tests in the shared state
     sample = generate(tmp_path / "repo", SampleConfig(seed=12, entries=600))
@@ -422,3 +423,26 @@ def test_the_safety_test_catches_protected_addresses_in_the_mark(spark, test_sta
     )
     assert honest == []
     assert caught and set(caught) == protected_addresses
+
+    # objects whose references the job gathered (their keys were searched for) and that a staged
+    # entry or a path no rule covers keeps: the net judges those references itself
+    gathered_but_protected = {
+        row["physical_address"]
+        for row in spark.sql(
+            with_held_intermediates(
+                spark,
+                """
+                select physical_address from lakewarden.int_lifecycle__deduplications
+                where kept_reason like 'staged%' or kept_reason = 'no rule matches the path'
+                """,
+            )
+        ).collect()
+    }
+    assert gathered_but_protected, "the sample should keep an object for a staged entry or an uncovered path"
+    honest, caught = safety_verdicts(
+        spark, state=test_state_dir, selection=MARK_MODELS, test_name="assert_lifecycle_never_marks_protected_addresses",
+        mart="lifecycle_marked_addresses", slipped_in=gathered_but_protected,
+        variables={"now": rfc3339(now), "run_id": run_id, "snapshot_schema": "lakewarden_snapshot"},
+    )
+    assert honest == []
+    assert caught and set(caught) == gathered_but_protected
