@@ -29,6 +29,8 @@ class FakeAirflow:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self.dag_run_status = 200
+        #: statuses for the next DAG-run POSTs, in order (then dag_run_status)
+        self.dag_run_statuses: list[int] = []
         self.run_state = "running"
         outer = self
 
@@ -52,7 +54,8 @@ class FakeAirflow:
                 if self.path == "/auth/token":
                     status, answer = 201, {"access_token": "jwt-123"}
                 else:
-                    status, answer = outer.dag_run_status, {"dag_run_id": body["dag_run_id"], "state": "queued"}
+                    status = outer.dag_run_statuses.pop(0) if outer.dag_run_statuses else outer.dag_run_status
+                    answer = {"dag_run_id": body["dag_run_id"], "state": "queued"}
                 data = json.dumps(answer).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -129,3 +132,31 @@ def test_wait_for_dag_is_accepted_and_the_run_state_is_polled(airflow: FakeAirfl
     assert gets == [("GET", f"/api/v2/dags/count_rows/dagRuns/{run_id}", "Bearer jwt-123")] * 2
     with pytest.raises(BadInput, match="wait_for_dag must be true or false"):
         executor.validate({**props, "wait_for_dag": "yes"}, source="f.yaml", field="p")
+
+
+
+def test_a_5xx_is_retried_with_the_same_run_id_and_its_409_means_created(airflow: FakeAirflow, monkeypatch) -> None:
+    """Airflow's metadata database busy answers 500; the run may or may not exist. The trigger is
+    sent again with the same run id: a 409 then is the first attempt's run, not a refusal."""
+    import lakewarden.checks.executors.airflow as module
+
+    monkeypatch.setattr(module, "TRIGGER_RETRY_PAUSES", (0.01, 0.01))
+    airflow.dag_run_statuses = [500, 409]
+    started = AirflowExecutor().start(request({"url": airflow.url, "dag_id": "count_rows", "token": "tok"}))
+    run_id = f"lakewarden__rows__{'e' * 32}"
+    assert [body["dag_run_id"] for method, _, _, body in airflow.requests if method == "POST"] == [run_id, run_id]
+    assert started.output_url == f"{airflow.url}/dags/count_rows/runs/{run_id}"
+
+
+def test_a_409_to_the_first_trigger_and_a_lasting_5xx_are_refusals(airflow: FakeAirflow, monkeypatch) -> None:
+    import lakewarden.checks.executors.airflow as module
+
+    monkeypatch.setattr(module, "TRIGGER_RETRY_PAUSES", (0.01, 0.01))
+    airflow.dag_run_statuses = [409]
+    with pytest.raises(ExecutorError, match="airflow refused the DAG run: HTTP 409"):
+        AirflowExecutor().start(request({"url": airflow.url, "dag_id": "count_rows", "token": "tok"}))
+    assert len(airflow.requests) == 1
+    airflow.dag_run_statuses = [503, 503, 503]
+    with pytest.raises(ExecutorError, match="airflow refused the DAG run: HTTP 503"):
+        AirflowExecutor().start(request({"url": airflow.url, "dag_id": "count_rows", "token": "tok"}))
+    assert len(airflow.requests) == 1 + 3

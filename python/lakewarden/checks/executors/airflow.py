@@ -7,12 +7,17 @@ at the top level), ``wait_for_dag`` (lakeFS's: poll the run and complete the che
 state when the DAG does not call back), ``timeout`` (HTTP, default 30s), ``output_url`` (override
 of the link to the run in the Airflow UI).
 
+A DAG run is triggered again, twice at most, after a 5xx answer or none (the run id is the
+execution's, so Airflow answers 409 to a second attempt whose first one created the run, and that
+409 counts as created); any other refusal fails the execution at once.
+
 The conf is lakeFS's shape: ``{**dag_conf, "lakeFS_event": event}``, so a DAG written for a lakeFS
 Airflow hook reads the event where it expects it.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Mapping
 from urllib.parse import quote
 
@@ -34,6 +39,9 @@ from lakewarden.errors import BadInput
 _KEYS = {
     "url", "dag_id", "api_version", "username", "password", "token", "dag_conf", "timeout", "output_url", "wait_for_dag",
 }
+
+#: Pauses (seconds) before triggering a DAG run again after a 5xx or a lost answer: three attempts.
+TRIGGER_RETRY_PAUSES = (0.5, 2.0)
 
 #: Airflow DAG run states that end a run, and the check status each means.
 FINAL_STATES = {"success": "SUCCESS", "failed": "FAILED"}
@@ -124,16 +132,7 @@ class AirflowExecutor:
             body["logical_date"] = None  # required in Airflow 3; null means "not data-interval bound"
         dag = quote(str(p["dag_id"]), safe="")
         with self._session(p, base, timeout, request.secrets) as session:
-            try:
-                answer = session.post(f"{base}/api/{version}/dags/{dag}/dagRuns", json=body, timeout=timeout,
-                                      allow_redirects=False, stream=True)
-            except requests.RequestException as exc:
-                raise ExecutorError(f"airflow {base} unreachable: {exc.__class__.__name__}: {exc}") from None
-            with answer:  # read (bounded) while the session's connection is open
-                no_redirect(answer, "airflow")
-                if not 200 <= answer.status_code < 300:
-                    raise ExecutorError(f"airflow refused the DAG run: HTTP {answer.status_code}: "
-                                        f"{answer_excerpt(answer, request.secrets)}")
+            self._trigger(session, base, f"/api/{version}/dags/{dag}/dagRuns", body, timeout, request.secrets)
         if p.get("output_url"):
             output_url = fill_placeholders(str(p["output_url"]), {**event_placeholders(request), "dag_run_id": run_id})
         elif version == "v2":
@@ -141,6 +140,29 @@ class AirflowExecutor:
         else:
             output_url = f"{base}/dags/{dag}/grid?dag_run_id={quote(run_id, safe='')}"
         return ExecutionStarted(output_url=output_url, poll_run_id=run_id if p.get("wait_for_dag") else None)
+
+    def _trigger(self, session: requests.Session, base: str, path: str, body: Mapping[str, Any], timeout: float, secrets: Any) -> None:
+        """POST the DAG run, again after an answer that may not mean "not created": a 5xx (Airflow's
+        metadata database busy answered 500 "Database error" in a test once) or a lost answer.
+        The run id is this execution's, so a retry cannot start a second run: Airflow answers
+        409 to a run id it has, and after such an attempt that 409 is the first attempt's run.
+        A 409 to the first attempt is a refusal (the id is taken by a run this did not start)."""
+        for attempt, pause in enumerate((*TRIGGER_RETRY_PAUSES, None)):
+            try:
+                answer = session.post(base + path, json=body, timeout=timeout, allow_redirects=False, stream=True)
+            except requests.RequestException as exc:
+                if pause is None:
+                    raise ExecutorError(f"airflow {base} unreachable: {exc.__class__.__name__}: {exc}") from None
+                time.sleep(pause)
+                continue
+            with answer:  # read (bounded) while the session's connection is open
+                no_redirect(answer, "airflow")
+                if 200 <= answer.status_code < 300 or (answer.status_code == 409 and attempt > 0):
+                    return
+                if answer.status_code < 500 or pause is None:
+                    raise ExecutorError(f"airflow refused the DAG run: HTTP {answer.status_code}: "
+                                        f"{answer_excerpt(answer, secrets)}")
+            time.sleep(pause)
 
     def run_state(self, properties: Mapping[str, Any], run_id: str, secrets: Any = None) -> str:
         """The state of a DAG run (``queued``, ``running``, ``success``, ``failed``, ...)."""
