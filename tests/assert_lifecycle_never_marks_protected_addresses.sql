@@ -11,8 +11,8 @@
 -- object whose key was not among those searched for is itself offending ('references not
 -- gathered'): every marked object is then one whose every reference, in every range and staged,
 -- is in hand. The physical address of each reference is recomputed here from its address and
--- type, not taken from the job's column. (An independent second pass cost 0.6 s at 1M entries
--- and 3.5 s at 8.45M, half of an incremental run's work; docs/lifecycle.md, "Safety net".)
+-- type, not taken from the job's column. (An independent second pass cost an incremental run
+-- 0.6 s at 1M entries and 3.5 s at 8.45M; docs/lifecycle.md, "Safety net".)
 
 with
 
