@@ -416,13 +416,17 @@ def test_the_safety_test_catches_protected_addresses_in_the_mark(spark, test_sta
     ).collect()
     protected_addresses = {row["physical_address"] for row in protected}
     assert len(protected_addresses) == 2
-    honest, caught = safety_verdicts(
-        spark, state=test_state_dir, selection=MARK_MODELS, test_name="assert_lifecycle_never_marks_protected_addresses",
-        mart="lifecycle_marked_addresses", slipped_in=protected_addresses,
-        variables={"now": rfc3339(now), "run_id": run_id, "snapshot_schema": "lakewarden_snapshot"},
-    )
-    assert honest == []
-    assert caught and set(caught) == protected_addresses
+
+    def assert_caught_exactly(slipped_in: set[str]) -> None:
+        honest, caught = safety_verdicts(
+            spark, state=test_state_dir, selection=MARK_MODELS, test_name="assert_lifecycle_never_marks_protected_addresses",
+            mart="lifecycle_marked_addresses", slipped_in=slipped_in,
+            variables={"now": rfc3339(now), "run_id": run_id, "snapshot_schema": "lakewarden_snapshot"},
+        )
+        assert honest == []
+        assert caught and set(caught) == slipped_in
+
+    assert_caught_exactly(protected_addresses)
 
     # objects whose references the job gathered (their keys were searched for) and that a staged
     # entry or a path no rule covers keeps: the net judges those references itself
@@ -439,10 +443,4 @@ def test_the_safety_test_catches_protected_addresses_in_the_mark(spark, test_sta
         ).collect()
     }
     assert gathered_but_protected, "the sample should keep an object for a staged entry or an uncovered path"
-    honest, caught = safety_verdicts(
-        spark, state=test_state_dir, selection=MARK_MODELS, test_name="assert_lifecycle_never_marks_protected_addresses",
-        mart="lifecycle_marked_addresses", slipped_in=gathered_but_protected,
-        variables={"now": rfc3339(now), "run_id": run_id, "snapshot_schema": "lakewarden_snapshot"},
-    )
-    assert honest == []
-    assert caught and set(caught) == gathered_but_protected
+    assert_caught_exactly(gathered_but_protected)
