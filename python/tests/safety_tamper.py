@@ -51,12 +51,12 @@ def safety_verdicts(
 def with_held_intermediates(spark: SparkSession, code: str) -> str:
     """``code`` reading the intermediates a small snapshot's run held in memory (temporary views
     named as ``ModelRunner`` names them) where it holds them, as the run's test read them."""
-    from lakewarden.runtime.compiled_models import HELD_REFERENCE
+    from lakewarden.runtime.compiled_models import HELD_REFERENCE, held_view
 
     temporary = {row["tableName"] for row in spark.sql("show tables").collect() if row["isTemporary"]}
 
     def held(match: "re.Match[str]") -> str:
-        view = match.group(0).replace(".", "__")
+        view = held_view(match.group(0))
         return view if view in temporary else match.group(0)
 
     return HELD_REFERENCE.sub(held, code)

@@ -252,6 +252,11 @@ def _in_dependency_order(nodes: Sequence[CompiledNode]) -> list[CompiledNode]:
 HELD_REFERENCE = re.compile(r"(?<![\w.`])\w+\.int_\w+(?![\w`])")
 
 
+def held_view(relation: str) -> str:
+    """The temporary view a held intermediate ``schema.table`` lives in (the small form)."""
+    return relation.replace(".", "__")
+
+
 def read_by_views(nodes: Sequence[CompiledNode]) -> set[str]:
     """The relations a view of ``nodes`` reads, directly or through ephemeral models (dbt
     inlines those): they stay tables in the small form, as a view in the catalog cannot read
@@ -505,7 +510,7 @@ class ModelRunner:
         memory (a local checkpoint) under a temporary view the later nodes read. It saves the
         Parquet files, their commit and their listing: 0.15-0.2 s a node on a small snapshot."""
         assert node.relation is not None
-        view = node.relation.replace(".", "__")
+        view = held_view(node.relation)
         if node.language == "python":
             self._count(1)  # _sql counts a SQL node's statement
         try:
