@@ -135,12 +135,14 @@ def test_jit_follows_the_size_of_the_range_rows(tmp_path: Path, monkeypatch: pyt
     assert ranges_bytes(snapshot) == 1000
     assert jit_mode(None) == "quick" and jit_mode(1000) == "quick"  # unknown or small: quick
     assert jit_mode(FULL_JIT_FROM_BYTES) == "full"
+    # a run that continues from an earlier one reads what changed: quick whatever the size
+    assert jit_mode(FULL_JIT_FROM_BYTES, follows_run=True) == "quick"
     folder = tmp_path / "parts" / "ranges.jsonl"
     (folder / "a").mkdir(parents=True)
     (folder / "a" / "part-0.jsonl").write_bytes(b"x" * 400)
     assert ranges_bytes(folder.parent) == 100  # JSON Lines counted at a quarter
     monkeypatch.setenv("LAKEWARDEN_JVM_JIT", "full")
-    assert jit_mode(10) == "full"
+    assert jit_mode(10) == "full" and jit_mode(10, follows_run=True) == "full"  # forced: as asked
     monkeypatch.setenv("LAKEWARDEN_JVM_JIT", "turbo")
     with pytest.raises(BadInput) as refused:
         jit_mode(10)
@@ -202,3 +204,64 @@ def test_jit_mode_follows_the_snapshot_a_job_starts_on(tmp_path: Path, monkeypat
         with pytest.raises(Stop):
             common.start_job(RunOptions(snapshot=snapshot, dry_run=True, state=tmp_path / "state"), "gc-committed")
     assert started == [{"jit": "quick"}, {"jit": "quick"}]
+
+
+def test_an_incremental_run_after_a_finished_one_starts_quick_on_a_large_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a snapshot above FULL_JIT_FROM_BYTES, start_job asks for both compilers, except for an
+    incremental job (lifecycle without --full, uncommitted GC without --clean) whose run history
+    holds a successful run of the same job on the same namespace: that run reads what changed.
+    A failed run, another job's, another namespace's, a line that is not JSON and a snapshot
+    without a readable repository.json are no earlier run."""
+    import json
+
+    from lakewarden.jobs import common
+    from lakewarden.jobs.options import RunOptions
+    from lakewarden.reports.history import HISTORY, record_run
+    from lakewarden.runtime.spark_session import FULL_JIT_FROM_BYTES
+
+    monkeypatch.delenv("LAKEWARDEN_JVM_JIT", raising=False)
+    started: list[object] = []
+
+    class Starter:  # records what start_job asks for; starts no JVM
+        def __init__(self, state: Path, **options: object) -> None:
+            started.append(options["jit"])
+
+        def abandon(self) -> None:
+            pass
+
+    class Stop(Exception):
+        pass
+
+    def stop(*_args: object) -> None:
+        raise Stop
+
+    monkeypatch.setattr(common, "SparkStarter", Starter)
+    monkeypatch.setattr(common, "_started_job", stop)
+    snapshot, state = tmp_path / "snapshot", tmp_path / "state"
+    snapshot.mkdir()
+    with open(snapshot / "ranges.parquet", "wb") as handle:  # sparse: the size is all start_job reads
+        handle.truncate(FULL_JIT_FROM_BYTES)
+    namespace = "s3://bucket/repo"
+    (snapshot / "repository.json").write_text(json.dumps({"repository_id": "repo", "storage_namespace": namespace, "default_branch": "main"}))
+
+    def asked(job: str, incremental: bool) -> object:
+        with pytest.raises(Stop):
+            common.start_job(RunOptions(snapshot=snapshot, dry_run=True, state=state), job, incremental=incremental)
+        return started.pop()
+
+    assert asked("lifecycle", True) == "full"  # no history yet
+    record_run(state, {"job": "lifecycle", "storage_namespace": namespace, "success": False, "run_id": "failed"})
+    record_run(state, {"job": "lifecycle", "storage_namespace": "s3://bucket/other", "success": True, "run_id": "other"})
+    record_run(state, {"job": "gc-uncommitted", "storage_namespace": namespace, "success": True, "run_id": "uc"})
+    with open(state / HISTORY, "a", encoding="utf-8") as handle:
+        handle.write("not json\n[1, 2]\n")
+    assert asked("lifecycle", True) == "full"
+    assert asked("gc-uncommitted", True) == "quick"
+    assert asked("gc-uncommitted", False) == "full"  # --clean reads it all
+    record_run(state, {"job": "lifecycle", "storage_namespace": namespace, "success": True, "run_id": "done"})
+    assert asked("lifecycle", True) == "quick"
+    assert asked("lifecycle", False) == "full"  # --full reads it all
+    (snapshot / "repository.json").write_text("{")
+    assert asked("lifecycle", True) == "full"

@@ -4,6 +4,7 @@ and snapshot loading. Everything here validates before anything is written or de
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import re
 import secrets
@@ -326,23 +327,28 @@ def commits_table_path(snapshot_dir: Path) -> Path:
     return snapshot_dir
 
 
-def start_job(run: "RunOptions", job: str) -> JobContext:
+def start_job(run: "RunOptions", job: str, *, incremental: bool = False) -> JobContext:
     """Validate the clock and the snapshot, then point the source tables at the snapshot.
 
     The JVM boots on a background thread (~6 s) while this thread checks the snapshot (pyarrow,
     no Spark job): a run pays the longer of the two, not their sum. dbt itself is imported only
     when a selection has no cached compilation (lakewarden.runtime.compiled_models). A bad snapshot
-    raises BadInput (exit 2) without waiting for the JVM."""
+    raises BadInput (exit 2) without waiting for the JVM.
+
+    ``incremental``: the job reads only what changed when it continues from an earlier run
+    (:meth:`lakewarden.jobs.shape.Job.incremental`)."""
     now = check_clock(run.now, dry_run=run.dry_run)
     state = state_dir(run.state)
     # the JVM's compiler suits the run's size (spark_session.jit_mode): the snapshot given, or
-    # the one the last extract of this repository left (a first extract starts quick)
+    # the one the last extract of this repository left (a first extract starts quick), and
+    # whether the run continues from an earlier one (it then reads what changed since)
     hint = run.snapshot if run.snapshot is not None else (state / "snapshots" / run.lakefs.repo if run.lakefs else None)
     if hint is None:
         resolve_snapshot(run, state)  # neither a snapshot nor a repository: BadInput before any JVM starts
     hint_size = ranges_bytes(hint)
+    follows_run = incremental and hint is not None and _ran_before_on(state, job, hint)
     # a bad LAKEWARDEN_JVM_JIT exits 2 here
-    starter = SparkStarter(state, jit=jit_mode(hint_size))
+    starter = SparkStarter(state, jit=jit_mode(hint_size, follows_run=follows_run))
     # a snapshot given is the one the job reads: its size is known; an extract writes a new one
     size = hint_size if run.snapshot is not None else None
     try:
@@ -350,6 +356,22 @@ def start_job(run: "RunOptions", job: str) -> JobContext:
     except BaseException:
         starter.abandon()  # bad input, an extract that failed, Ctrl-C: no JVM left behind for nothing
         raise
+
+
+def _ran_before_on(state: Path, job: str, snapshot_dir: Path) -> bool:
+    """Whether the run history holds a finished run of ``job`` on the namespace of the
+    repository in ``snapshot_dir`` (lakewarden.reports.history.ran_before). Asked before the
+    JVM starts, so its ``repository.json`` is read here as plain JSON (the snapshot package
+    would import pyarrow first, ~0.4 s): a hint for the JVM's compiler only. A snapshot not
+    there yet, or one whose repository.json does not read, is no earlier run; the snapshot's
+    own check then reports what is wrong with it."""
+    from lakewarden.reports.history import ran_before
+
+    try:
+        namespace = json.loads((snapshot_dir / "repository.json").read_text(encoding="utf-8"))["storage_namespace"]
+    except (OSError, ValueError, LookupError, TypeError):
+        return False
+    return isinstance(namespace, str) and ran_before(state, job, namespace)
 
 
 def _started_job(

@@ -7,7 +7,7 @@ to the one sweep. This module owns the order of the phases, the lines printed af
 a sweep's outcome becomes the exit status, so the three jobs cannot drift apart again.
 
     inputs  = job.read_inputs(options, run)       # no Spark yet
-    context = start_job(run, job.name)            # clock, Spark, snapshot read in place
+    context = start_job(run, job.name, ...)       # clock, Spark, snapshot read in place
     marked  = job.mark(context, inputs, options)  # dbt models -> report directory (frozen result)
     if dry run: job.after_dry_run(...)            # e.g. lifecycle's stats
     else:       outcome = sweep(report); job.after_sweep(..., outcome)
@@ -92,6 +92,13 @@ class Job(Generic[OptionsT, InputsT, MarkedT]):
         """Validate the job's own inputs before Spark starts (raise BadInput)."""
         raise NotImplementedError
 
+    def incremental(self, options: OptionsT) -> bool:
+        """Whether a run with ``options`` continues from the job's earlier run when there is one
+        and reads only what changed since (lifecycle without ``--full``, uncommitted GC without
+        ``--clean``). Its JVM then starts with the quick compiler whatever the snapshot's size
+        (lakewarden.runtime.spark_session.jit_mode). False by default: the run reads it all."""
+        return False
+
     def mark(self, context: JobContext, inputs: InputsT, options: OptionsT) -> MarkedT:
         """Run the mark models and write the report; delete nothing."""
         raise NotImplementedError
@@ -131,7 +138,7 @@ def run_job(job: Job[OptionsT, Any, Any], run: "RunOptions", options: OptionsT, 
     from lakewarden.runtime.spark_session import spark_jobs_started
 
     inputs = job.read_inputs(options, run)
-    context = start_job(run, job.name)
+    context = start_job(run, job.name, incremental=job.incremental(options))
     from lakewarden.stores import check_store_options
 
     # options that cannot address the namespace (an Azure endpoint of another account): exit 2

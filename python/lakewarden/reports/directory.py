@@ -215,7 +215,8 @@ class Report:
     def finish(self, *, success: bool, status: str, error: str | None = None, **fields: Any) -> None:
         """Finalize the summary, record the run in the state dir's history, write report.html.
         The last two are views: their failure is logged and never fails the run."""
-        from lakewarden.reports.page import record_run, write_report_html
+        from lakewarden.reports.history import record_run
+        from lakewarden.reports.page import write_report_html
 
         self.update(success=success, status=status, error=error, finished_at=utc_now(), **fields)
         state = self.summary.get("state_dir")

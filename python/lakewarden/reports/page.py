@@ -10,8 +10,8 @@ why; marked bytes over earlier runs.
 The page is drawn from aggregates only, so (re)drawing it costs milliseconds whatever the run's
 size (issue 18): ``summary.json``; ``figures.json``, which the job computed with Spark in its
 mark (:mod:`lakewarden.reports.figures`); the sweep's outcome counts in ``sweep/summary.json``;
-and the state dir's ``history/runs.jsonl``. It never reads ``addresses.csv`` or the snapshot.
-A report without ``figures.json`` (written by an older lakewarden, or a run that failed before
+and the state dir's ``history/runs.jsonl`` (:mod:`~lakewarden.reports.history`). It never
+reads ``addresses.csv`` or the snapshot. A report without ``figures.json`` (written by an older lakewarden, or a run that failed before
 it marked) shows its summary, sweep and trend, and says its figures are not available. The
 one fallback that reads per-object data is for a finished sweep of an older lakewarden, whose
 ``sweep/summary.json`` has no counts: its ``outcomes.csv`` is streamed once.
@@ -35,13 +35,13 @@ from typing import Any, Iterable, Iterator
 
 from lakewarden.errors import error_line
 from lakewarden.reports.directory import OUTCOMES_CSV, REPORT_HTML, SUMMARY, SWEEP_DIR
+from lakewarden.reports.history import recorded_runs
 from lakewarden.runtime.progress import human_bytes
 from lakewarden.reports.figures import Figures, Group, Listing, age_bin_labels, read_figures
 from lakewarden.sweep.result import OUTCOME_COUNTS, OutcomeCounts
 
 log = logging.getLogger(__name__)
 
-HISTORY = Path("history") / "runs.jsonl"
 TOP_REASONS = 3
 TREND_RUNS = 40
 TREND_TABLE_RUNS = 10
@@ -110,15 +110,8 @@ def sweep_outcomes(directory: Path) -> tuple["Counter[str]", "Counter[str]", dic
 def run_history(state: Path | None, summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Earlier finished runs of the same job on the same namespace (oldest first), plus this one."""
     runs: dict[Any, dict[str, Any]] = {}  # by run id (as each file has it)
-    if state is not None and (state / HISTORY).is_file():
-        with open(state / HISTORY, encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    run = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if run.get("job") == summary.get("job") and run.get("storage_namespace") == summary.get("storage_namespace"):
-                    runs[run.get("run_id")] = run
+    for run in recorded_runs(state, summary.get("job"), summary.get("storage_namespace")):
+        runs[run.get("run_id")] = run
     runs.setdefault(summary.get("run_id"), summary)
     return sorted(runs.values(), key=lambda run: str(run.get("started_at") or ""))[-TREND_RUNS:]
 
@@ -510,13 +503,3 @@ def render(directory: Path, summary: dict[str, Any], state: Path | None) -> str:
         + "\n".join(parts)
         + "</body></html>\n"
     )
-
-
-def record_run(state: Path, summary: dict[str, Any]) -> None:
-    """Append one finished run to ``STATE/history/runs.jsonl`` (the trend's source)."""
-    fields = ("run_id", "job", "repository_id", "storage_namespace", "dry_run", "now", "started_at", "finished_at",
-              "num_marked", "bytes_marked", "num_deleted", "num_failed", "success", "status")
-    path = state / HISTORY
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({key: summary.get(key) for key in fields}, default=str, sort_keys=True) + "\n")

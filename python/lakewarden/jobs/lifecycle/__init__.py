@@ -123,6 +123,9 @@ class Lifecycle(Job[LifecycleOptions, LifecyclePolicy, LifecycleResult]):
     def read_inputs(self, options: LifecycleOptions, run: "RunOptions") -> LifecyclePolicy:
         return load_lifecycle_policy(options.policy)  # bad policy: exit 2 before Spark starts
 
+    def incremental(self, options: LifecycleOptions) -> bool:
+        return not options.full  # a later run reads the ranges new or crossed since the last one
+
     def mark(self, context: JobContext, inputs: LifecyclePolicy, options: LifecycleOptions) -> LifecycleResult:
         # the ledger and the policy history are read, then appended: one writer at a time
         with state_lock(context.state, f"lifecycle run {context.run_id}"):
