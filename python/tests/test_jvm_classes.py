@@ -210,8 +210,9 @@ def test_an_incremental_run_after_a_finished_one_starts_quick_on_a_large_snapsho
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On a snapshot above FULL_JIT_FROM_BYTES, start_job asks for both compilers, except for an
-    incremental job (lifecycle without --full, uncommitted GC without --clean) whose run history
-    holds a successful run of the same job on the same namespace: that run reads what changed.
+    incremental run (lifecycle without --full) whose run history holds a successful run of the
+    same job on the same namespace: that run reads what changed. Each job says which of its runs
+    are incremental: lifecycle's unless --full, none of the others'.
     A failed run, another job's, another namespace's, a line that is not JSON and a snapshot
     without a readable repository.json are no earlier run."""
     import json
@@ -251,6 +252,15 @@ def test_an_incremental_run_after_a_finished_one_starts_quick_on_a_large_snapsho
             common.start_job(RunOptions(snapshot=snapshot, dry_run=True, state=state), job, incremental=incremental)
         return started.pop()
 
+    from lakewarden.jobs.gc_committed import CommittedGc
+    from lakewarden.jobs.gc_uncommitted import UncommittedGc, UncommittedGcOptions
+    from lakewarden.jobs.lifecycle import Lifecycle, LifecycleOptions
+
+    policy = tmp_path / "policy.json"
+    assert Lifecycle().incremental(LifecycleOptions(policy=policy))
+    assert not Lifecycle().incremental(LifecycleOptions(policy=policy, full=True))
+    assert not UncommittedGc().incremental(UncommittedGcOptions(inventory=None))  # reads all of storage again
+    assert not CommittedGc().incremental(None)
     assert asked("lifecycle", True) == "full"  # no history yet
     record_run(state, {"job": "lifecycle", "storage_namespace": namespace, "success": False, "run_id": "failed"})
     record_run(state, {"job": "lifecycle", "storage_namespace": "s3://bucket/other", "success": True, "run_id": "other"})

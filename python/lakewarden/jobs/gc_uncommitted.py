@@ -202,9 +202,6 @@ class UncommittedGc(Job[UncommittedGcOptions, UncommittedInputs, "UncommittedGcR
         min_age = parse_min_age(options.min_age, force=options.force)  # before Spark starts
         return UncommittedInputs(min_age, run.store)
 
-    def incremental(self, options: UncommittedGcOptions) -> bool:
-        return not options.clean  # an optimized run reads the ranges and objects new since the last one
-
     def mark(self, context: JobContext, inputs: UncommittedInputs, options: UncommittedGcOptions) -> "UncommittedGcResult":
         # the run history is read (the previous run), then appended: one writer at a time
         with state_lock(context.state, f"uncommitted GC run {context.run_id}"):

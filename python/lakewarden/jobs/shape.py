@@ -94,9 +94,11 @@ class Job(Generic[OptionsT, InputsT, MarkedT]):
 
     def incremental(self, options: OptionsT) -> bool:
         """Whether a run with ``options`` continues from the job's earlier run when there is one
-        and reads only what changed since (lifecycle without ``--full``, uncommitted GC without
-        ``--clean``). Its JVM then starts with the quick compiler whatever the snapshot's size
-        (lakewarden.runtime.spark_session.jit_mode). False by default: the run reads it all."""
+        and then reads only what changed since (lifecycle without ``--full``). Its JVM then
+        starts with the quick compiler whatever the snapshot's size
+        (lakewarden.runtime.spark_session.jit_mode). False by default: the run reads it all.
+        Uncommitted GC's optimized run stays False: it reads only the ranges new since, but the
+        whole storage inventory again (8.45M objects, quick: 37.7 s against 30.1 s)."""
         return False
 
     def mark(self, context: JobContext, inputs: InputsT, options: OptionsT) -> MarkedT:
