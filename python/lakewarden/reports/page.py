@@ -11,10 +11,11 @@ The page is drawn from aggregates only, so (re)drawing it costs milliseconds wha
 size (issue 18): ``summary.json``; ``figures.json``, which the job computed with Spark in its
 mark (:mod:`lakewarden.reports.figures`); the sweep's outcome counts in ``sweep/summary.json``;
 and the state dir's ``history/runs.jsonl`` (:mod:`~lakewarden.reports.history`). It never
-reads ``addresses.csv`` or the snapshot. A report without ``figures.json`` (written by an older lakewarden, or a run that failed before
-it marked) shows its summary, sweep and trend, and says its figures are not available. The
-one fallback that reads per-object data is for a finished sweep of an older lakewarden, whose
-``sweep/summary.json`` has no counts: its ``outcomes.csv`` is streamed once.
+reads ``addresses.csv`` or the snapshot. A report without ``figures.json`` (written by an older
+lakewarden, or a run that failed before it marked) shows its summary, sweep and trend, and says
+its figures are not available. The one fallback that reads per-object data is for a finished
+sweep of an older lakewarden, whose ``sweep/summary.json`` has no counts: its ``outcomes.csv``
+is streamed once.
 
 Charts are hand-written inline SVG (no script; a Content-Security-Policy forbids loading
 anything). Writing the page must never fail a run: ``write_report_html`` logs and returns None.

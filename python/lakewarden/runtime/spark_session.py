@@ -155,9 +155,10 @@ def jit_mode(ranges_bytes: int | None = None, *, follows_run: bool = False) -> s
     whose runs are all small, asks for ``quick`` (python/tests/conftest.py).
 
     ``follows_run``: the run continues from an earlier run of its job on this repository and
-    reads only what changed since (lifecycle without ``--full``: lakewarden.jobs.shape.Job.incremental),
-    not the whole snapshot: a small run on a large snapshot, quick whatever the size. Lifecycle at 8.45M entries after +1% commits, quick vs full: the
-    incremental run 25.2/27.2 vs 35.0/36.6 s, the no-op 14.9/15.9 vs 21.6/21.6 s."""
+    reads only what changed since (lifecycle without ``--full``:
+    lakewarden.jobs.shape.Job.incremental), not the whole snapshot: a small run on a large
+    snapshot, quick whatever the size. Lifecycle at 8.45M entries after +1% commits, quick vs
+    full: the incremental run 25.2/27.2 vs 35.0/36.6 s, the no-op 14.9/15.9 vs 21.6/21.6 s."""
     mode = os.environ.get("LAKEWARDEN_JVM_JIT", "auto").strip().lower()
     if mode == "auto":
         large = ranges_bytes is not None and ranges_bytes >= FULL_JIT_FROM_BYTES
