@@ -172,6 +172,32 @@ def test_engine_pages_follow_the_heap(tmp_path: Path, monkeypatch: pytest.Monkey
     assert spark_conf(tmp_path)["spark.buffer.pageSize"] == "8m"
 
 
+class StartStopped(Exception):
+    """Raised where a job would go on after choosing its JVM's settings (no JVM starts)."""
+
+
+def record_starts(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    """What each start_job call asks of the Spark starter (its options, e.g. ``jit``); the call
+    then stops with StartStopped instead of starting a JVM and reading the snapshot."""
+    from lakewarden.jobs import common
+
+    started: list[dict[str, object]] = []
+
+    class Starter:
+        def __init__(self, state: Path, **options: object) -> None:
+            started.append(options)
+
+        def abandon(self) -> None:
+            pass
+
+    def stop(*_args: object) -> None:
+        raise StartStopped
+
+    monkeypatch.setattr(common, "SparkStarter", Starter)
+    monkeypatch.setattr(common, "_started_job", stop)
+    return started
+
+
 def test_jit_mode_follows_the_snapshot_a_job_starts_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """start_job asks for the JVM's compiler from the size of the snapshot it is given, before
     any JVM starts (below FULL_JIT_FROM_BYTES: the quick compiler)."""
@@ -180,28 +206,12 @@ def test_jit_mode_follows_the_snapshot_a_job_starts_on(tmp_path: Path, monkeypat
     from lakewarden.runtime.spark_session import SMALL_SNAPSHOT_BYTES
 
     monkeypatch.delenv("LAKEWARDEN_JVM_JIT", raising=False)
-    started: list[dict[str, object]] = []
-
-    class Starter:  # records what start_job asks for; starts no JVM
-        def __init__(self, state: Path, **options: object) -> None:
-            started.append(options)
-
-        def abandon(self) -> None:
-            pass
-
-    class Stop(Exception):
-        pass
-
-    def stop(*_args: object) -> None:
-        raise Stop
-
-    monkeypatch.setattr(common, "SparkStarter", Starter)
-    monkeypatch.setattr(common, "_started_job", stop)
+    started = record_starts(monkeypatch)
     for name, size in (("small", SMALL_SNAPSHOT_BYTES - 1), ("large", SMALL_SNAPSHOT_BYTES)):
         snapshot = tmp_path / name
         snapshot.mkdir()
         (snapshot / "ranges.parquet").write_bytes(b"x" * size)
-        with pytest.raises(Stop):
+        with pytest.raises(StartStopped):
             common.start_job(RunOptions(snapshot=snapshot, dry_run=True, state=tmp_path / "state"), "gc-committed")
     assert started == [{"jit": "quick"}, {"jit": "quick"}]
 
@@ -223,23 +233,7 @@ def test_an_incremental_run_after_a_finished_one_starts_quick_on_a_large_snapsho
     from lakewarden.runtime.spark_session import FULL_JIT_FROM_BYTES
 
     monkeypatch.delenv("LAKEWARDEN_JVM_JIT", raising=False)
-    started: list[object] = []
-
-    class Starter:  # records what start_job asks for; starts no JVM
-        def __init__(self, state: Path, **options: object) -> None:
-            started.append(options["jit"])
-
-        def abandon(self) -> None:
-            pass
-
-    class Stop(Exception):
-        pass
-
-    def stop(*_args: object) -> None:
-        raise Stop
-
-    monkeypatch.setattr(common, "SparkStarter", Starter)
-    monkeypatch.setattr(common, "_started_job", stop)
+    started = record_starts(monkeypatch)
     snapshot, state = tmp_path / "snapshot", tmp_path / "state"
     snapshot.mkdir()
     with open(snapshot / "ranges.parquet", "wb") as handle:  # sparse: the size is all start_job reads
@@ -248,9 +242,9 @@ def test_an_incremental_run_after_a_finished_one_starts_quick_on_a_large_snapsho
     (snapshot / "repository.json").write_text(json.dumps({"repository_id": "repo", "storage_namespace": namespace, "default_branch": "main"}))
 
     def asked(job: str, incremental: bool) -> object:
-        with pytest.raises(Stop):
+        with pytest.raises(StartStopped):
             common.start_job(RunOptions(snapshot=snapshot, dry_run=True, state=state), job, incremental=incremental)
-        return started.pop()
+        return started.pop()["jit"]
 
     from lakewarden.jobs.gc_committed import CommittedGc
     from lakewarden.jobs.gc_uncommitted import UncommittedGc, UncommittedGcOptions
