@@ -93,6 +93,17 @@ def test_noop_benchmark_loads_and_refuses_a_bad_repeat(capsys) -> None:
     assert "--repeat must be at least 1" in capsys.readouterr().err
 
 
+def test_lifecycle_benchmark_refuses_a_bad_repeat_before_any_run(tmp_path: Path, capsys) -> None:
+    """lifecycle.py runs minutes of jobs, so the suite checks only that a repeat count of 0 is
+    usage (exit 2) and that it is refused before the sample is generated or anything runs."""
+    lifecycle = load_benchmark("lifecycle")
+    with pytest.raises(SystemExit) as exited:
+        lifecycle.main(["--repeat", "0", "--workdir", str(tmp_path / "bench")])
+    assert exited.value.code == 2
+    assert "--repeat must be at least 1" in capsys.readouterr().err
+    assert not (tmp_path / "bench").exists()
+
+
 def test_an_incremental_share_is_undefined_when_the_full_run_costs_no_more_than_the_noop() -> None:
     common = load_benchmark("common")
     assert common.incremental_share(48.2, 182.6, 23.9) == pytest.approx((48.2 - 23.9) / (182.6 - 23.9))
