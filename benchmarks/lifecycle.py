@@ -17,7 +17,8 @@ snapshot (the cached sample is never modified), then runs the CLI, each run a wh
 
 Prints the wall times, what each run read (from its report: ranges read, new and crossed), the
 ratio incremental / full, the issue's ratio (incremental - noop) / (full - noop) (target <=
-10%) and noop / plain PySpark (target <= 1.5x; the no-op run must read no range). The fixed cost of a process (JVM start, dbt parse) is in both figures, since
+10%) and noop / plain PySpark (for reference: the issue's 1.5x is on the demo's sample, noop.py;
+the no-op run must read no range). The fixed cost of a process (JVM start, dbt parse) is in both figures, since
 a user pays it; each run's own elapsed time from its report is printed beside it. Figures, not
 assertions.
 
@@ -48,6 +49,7 @@ from common import (  # noqa: E402
     ProcessRun,
     bench_sample,
     child_env,
+    describe_noop,
     describe_share,
     incremental_share,
     lakewarden_command,
@@ -68,7 +70,6 @@ POLICY = {
     "raw": {"prefix": "raw/", "days": 10},
 }
 TARGET = 0.10
-NOOP_TARGET = 1.5
 
 
 def append_commits(snapshot_dir: Path, count: int, entries: int, start: datetime, span: timedelta) -> None:
@@ -199,9 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     noop_reads = noop_summary.get("ranges_read")
     print(f"ratio incremental / full {ratio:>12.1%}")
     print(f"(incr - noop)/(full - noop) {describe_share(share, TARGET)}")
-    print(f"noop / plain PySpark     {noop.seconds / plain.seconds:>12.2f}x  (target <= {NOOP_TARGET}x: "
-          f"{'met' if noop.seconds / plain.seconds <= NOOP_TARGET else 'NOT met'}); no-op read {noop_reads} ranges "
-          f"(target 0: {'met' if noop_reads == 0 else 'NOT met'})")
+    print(f"noop / plain PySpark     {describe_noop(noop.seconds, plain.seconds, noop_reads)}")
     ok = True
     if args.repeat > 1:
         later = first_now + timedelta(days=1)

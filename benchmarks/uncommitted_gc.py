@@ -22,7 +22,8 @@ runs, each as a whole subprocess (interpreter, JVM and dbt start included) on on
 
 Prints wall times, each run's phases and ranges read (from its report), the ratios
 optimized/clean, the issue's (optimized - noop) / (clean - noop) (target <= 20%), noop / plain
-PySpark (target <= 1.5x; the no-op must read no range) and clean/DuckDB, and checks that every run marked what DuckDB counts and the generator
+PySpark (for reference: the issue's 1.5x is on the demo's sample, noop.py; the no-op must read
+no range) and clean/DuckDB, and checks that every run marked what DuckDB counts and the generator
 expects (exit 1 if not). Figures, not assertions about time.
 
 ``--repeat N``: steps 3 and 4 (optimized, clean at the same moment, no-op) N times, each time
@@ -50,7 +51,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, child_env, describe_share, incremental_share, lakewarden_command, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, child_env, describe_noop, describe_share, incremental_share, lakewarden_command, plain_pyspark_run, run_measured  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -524,9 +525,7 @@ def _run(objects: int, range_entries: int, workdir: Path, repeat: int = 1) -> in
     print(f"plain PySpark process        {plain.seconds:>12.1f} s")
     share = incremental_share(optimized.seconds, clean2.seconds, noop.seconds)
     print(f"(optimized - noop)/(clean - noop, clean at the same moment) {describe_share(share, SHARE_TARGET)}")
-    print(f"noop / plain PySpark         {noop.seconds / plain.seconds:>12.2f} x  (target <= 1.5x: "
-          f"{'met' if noop.seconds / plain.seconds <= 1.5 else 'NOT met'}); no-op read {noop_reads} ranges "
-          f"(target 0: {'met' if noop_reads == 0 else 'NOT met'})")
+    print(f"noop / plain PySpark         {describe_noop(noop.seconds, plain.seconds, noop_reads)}")
     ok &= noop.num_marked == clean2.num_marked
     if repeat > 1:
         ok &= _repeats(repeat, workdir, snapshot2, manifest2, now2, (optimized, clean2, noop), expected2)

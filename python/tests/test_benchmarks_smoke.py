@@ -109,5 +109,15 @@ def test_an_incremental_share_is_undefined_when_the_full_run_costs_no_more_than_
     assert common.incremental_share(48.2, 182.6, 23.9) == pytest.approx((48.2 - 23.9) / (182.6 - 23.9))
     assert "15.3%" in common.describe_share(0.1529, 0.10) and "NOT met" in common.describe_share(0.1529, 0.10)
     assert common.describe_share(0.05, 0.10).endswith("(target <= 10%: met)")
+
+
+def test_a_large_samples_noop_ratio_is_for_reference_and_its_ranges_read_are_judged() -> None:
+    """The issue holds a no-op to 1.5x the plain process on the demo's sample only (noop.py): a
+    large sample's ratio is printed without a verdict; the ranges it read always get one."""
+    common = load_benchmark("common")
+    line = common.describe_noop(29.4, 8.8, 0)
+    assert "3.34x" in line and "for reference" in line and "NOT met" not in line.split(";")[0]
+    assert line.endswith("no-op read 0 ranges (target 0: met)")
+    assert common.describe_noop(10.0, 8.0, 3).endswith("no-op read 3 ranges (target 0: NOT met)")
     undefined = common.describe_share(common.incremental_share(32.8, 31.8, 33.2), 0.20)
     assert "undefined" in undefined and "NOT met" in undefined and "nan" not in undefined
