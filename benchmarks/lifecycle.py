@@ -37,7 +37,6 @@ import argparse
 import json
 import math
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -53,6 +52,7 @@ from common import (  # noqa: E402
     describe_share,
     incremental_share,
     lakewarden_command,
+    median,
     plain_pyspark_run,
     run_measured,
     sample_dir,
@@ -236,8 +236,8 @@ def _repeats(
     for number, ((incremental, _), (noop, _)) in enumerate(pairs, 1):
         share = incremental_share(incremental.seconds, full.seconds, noop.seconds)
         print(f"  {number}: {incremental.seconds:6.1f} {noop.seconds:6.1f}   share {describe_share(share, TARGET)}")
-    incremental_median = statistics.median(incremental.seconds for (incremental, _), _ in pairs)
-    noop_median = statistics.median(noop.seconds for _, (noop, _) in pairs)
+    incremental_median = median([incremental.seconds for (incremental, _), _ in pairs])
+    noop_median = median([noop.seconds for _, (noop, _) in pairs])
     print(f"medians:   {incremental_median:6.1f} {noop_median:6.1f}")
     share = incremental_share(incremental_median, full.seconds, noop_median)
     print(f"(incr - noop)/(full - noop), medians of {repeat} {describe_share(share, TARGET)}")

@@ -41,7 +41,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -51,7 +50,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, child_env, describe_noop, describe_share, incremental_share, lakewarden_command, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, child_env, describe_noop, describe_share, incremental_share, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -555,7 +554,7 @@ def _repeats(
     for number, (optimized, clean, noop) in enumerate(triples, 1):
         share = incremental_share(optimized.seconds, clean.seconds, noop.seconds)
         print(f"  {number}: {optimized.seconds:6.1f} {clean.seconds:6.1f} {noop.seconds:6.1f}   share {describe_share(share, SHARE_TARGET)}")
-    medians = [statistics.median(run.seconds for run in runs) for runs in zip(*triples)]
+    medians = [median([run.seconds for run in runs]) for runs in zip(*triples)]
     print(f"medians:   {medians[0]:6.1f} {medians[1]:6.1f} {medians[2]:6.1f}")
     share = incremental_share(*medians)
     print(f"(optimized - noop)/(clean - noop), medians of {repeat} {describe_share(share, SHARE_TARGET)}")
