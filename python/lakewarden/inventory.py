@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from lakewarden.errors import BadInput
 from lakewarden.timestamps import rfc3339
@@ -41,6 +41,7 @@ from lakewarden.safety import LAKEFS_DIR, ParsedURI, parse_uri
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from lakewarden.inventories.cut import CutFiles, ReportColumns
     from lakewarden.stores import StoreOptions
 
 log = logging.getLogger(__name__)
@@ -361,6 +362,12 @@ class Considered:
 
     cutoff: datetime
     previous: "DataFrame"
+    #: where ``previous`` is read from (its Parquet files): a Parquet report is then cut in the
+    #: driver (:func:`lakewarden.inventories.cut.cut_parquet_report`) before Spark reads it
+    previous_location: Path | None = None
+    #: that cut, when made already (of the same report's files, by the same cutoff and previous
+    #: inventory: :func:`cut_report`)
+    cut: "CutFiles | None" = None
 
 
 def keep_considered(rows: "DataFrame", key_column: str, uri_root: str, considered: Considered) -> "DataFrame":
@@ -385,7 +392,11 @@ def keep_considered(rows: "DataFrame", key_column: str, uri_root: str, considere
     rows that pass checked by key, 3.0-3.6 s plus 2.0-2.5 s (the check builds the same string
     relation) against 4.0-4.9 s; the hash as the join key with the key's equality as the join's
     condition, 3.7-4.8 s against 4.0-4.9 s, within the noise. Reading the report with no key
-    test at all took 1.0-1.3 s of those."""
+    test at all took 1.0-1.3 s of those.
+
+    A Parquet report is cut before Spark reads it, in the driver, when it can be
+    (:func:`cut_in_driver`): this cut is then not made. It stays for listings, CSV and ORC
+    reports and the reports the driver declines."""
     from pyspark.sql import functions as F
 
     previous_keys = considered.previous.where(F.col("physical_address").startswith(uri_root)).select(
@@ -399,6 +410,39 @@ def keep_considered(rows: "DataFrame", key_column: str, uri_root: str, considere
         rows=rows,
         previous=previous_keys,
     )
+
+
+def cut_report(
+    report: "LocatedReport", *, cutoff: datetime, previous_location: Path, work_dir: Path | None = None
+) -> "CutFiles | None":
+    """The located report's data files cut in the driver (no Spark:
+    :func:`lakewarden.inventories.cut.cut_parquet_report`) to the objects written after
+    ``cutoff`` and those the previous uncommitted inventory at ``previous_location`` lists; None
+    when the cut is not made there: not a Parquet report, or a report or previous inventory the
+    cut declines. Spark then cuts the report (:func:`keep_considered`)."""
+    if report.file_format != "Parquet":
+        return None
+    from lakewarden.inventories.cut import cut_parquet_report
+
+    return cut_parquet_report(
+        report.paths, columns=report.columns, uri_root=report.uri_root, previous_location=previous_location,
+        cutoff=cutoff, work_dir=Path(tempfile.mkdtemp(prefix="cut-", dir=work_dir or _temp_dir())),
+    )
+
+
+def cut_in_driver(
+    spark: "SparkSession", report: "LocatedReport", considered: Considered | None, *, work_dir: Path | None = None
+) -> "DataFrame | None":
+    """The report cut to ``considered`` in the driver, as a DataFrame of the cut files (the
+    report's own schema: the reader maps their columns as it maps the report's); the cut made
+    before when ``considered`` holds it (a job makes it while its JVM boots), else made now
+    (:func:`cut_report`). None when it is not made in the driver: Spark then cuts the report."""
+    if considered is None:
+        return None
+    cut = considered.cut
+    if cut is None and considered.previous_location is not None:
+        cut = cut_report(report, cutoff=considered.cutoff, previous_location=considered.previous_location, work_dir=work_dir)
+    return None if cut is None else spark.read.parquet(*cut.paths)
 
 
 def report_rows_in_namespace(
@@ -425,6 +469,59 @@ def report_rows_in_namespace(
 # -- S3 Inventory -> DataFrame -----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class LocatedReport:
+    """An inventory report (S3 Inventory, Azure Blob Inventory or a GCS inventory report)
+    validated and its data files on local disk: all a reader needs that takes no Spark. Made
+    by :func:`locate_report`; read by :func:`report_rows`."""
+
+    kind: str  # "s3" | "azure" | "gcs"
+    manifest: str
+    file_format: str  # "CSV" | "Parquet" | "ORC"
+    paths: tuple[str, ...]
+    #: an object's address is this root and the row's key
+    uri_root: str
+    #: which data file columns hold the key and the modification time (the cut in the driver)
+    columns: "ReportColumns"
+    #: the reader's own view of the manifest (:class:`Manifest` or :class:`~lakewarden.inventories.common.CloudInventory`)
+    parsed: Any = field(repr=False, default=None)
+
+
+def locate_report(
+    manifest: str,
+    storage_namespace: str,
+    *,
+    s3_options: Mapping[str, Any] | None = None,
+    store_options: "StoreOptions | None" = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    now: datetime | None = None,
+    min_age: timedelta | None = None,
+) -> LocatedReport:
+    """The report at ``manifest`` validated (whichever kind its fields say) and its data files
+    fetched: no Spark, so a job does it while its JVM boots. Bad input names file and field."""
+    from lakewarden.inventories.common import inventory_kind, load_json, locate_cloud_inventory
+
+    options = _store_options(s3_options, store_options)
+    if inventory_kind(load_json(manifest, options)) in ("azure", "gcs"):
+        return locate_cloud_inventory(manifest, storage_namespace, store_options=options, work_dir=work_dir, now=now, min_age=min_age)
+    return locate_inventory(manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir, now=now, min_age=min_age)
+
+
+def report_rows(
+    spark: "SparkSession", report: LocatedReport, storage_namespace: str, considered: Considered | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+) -> "Callable[[], DataFrame]":
+    """A located report's data files checked (their columns) now, and a function giving its
+    rows under the namespace (:data:`INVENTORY_SCHEMA`; only those ``considered``, when given):
+    the cut, which reads every row, is made when the rows are asked for."""
+    directory = Path(work_dir) if work_dir else None
+    if report.kind == "s3":
+        return inventory_rows(spark, report, storage_namespace, considered, work_dir=directory)
+    from lakewarden.inventories.common import to_storage_inventory
+
+    return to_storage_inventory(spark, report, storage_namespace, considered, work_dir=directory)
+
+
 def read_inventory(
     spark: "SparkSession",
     manifest: str,
@@ -439,18 +536,35 @@ def read_inventory(
     considered: Considered | None = None,
 ) -> "DataFrame":
     """The objects an S3 Inventory report lists under ``storage_namespace`` (:data:`INVENTORY_SCHEMA`),
-    only those ``considered`` when given (:func:`keep_considered`).
+    only those ``considered`` when given (:func:`keep_considered`): :func:`locate_inventory`,
+    then :func:`inventory_rows`, read at once."""
+    report = locate_inventory(
+        manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir, require_checksum=require_checksum,
+        verify_data_files=verify_data_files, now=now, min_age=min_age,
+    )
+    return inventory_rows(spark, report, storage_namespace, considered, work_dir=Path(work_dir) if work_dir else None)()
+
+
+def locate_inventory(
+    manifest: str,
+    storage_namespace: str,
+    *,
+    s3_options: Mapping[str, Any] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    require_checksum: bool = True,
+    verify_data_files: bool = True,
+    now: datetime | None = None,
+    min_age: timedelta | None = None,
+) -> LocatedReport:
+    """An S3 Inventory report validated and its data files on local disk (no Spark).
 
     Validates before reading: checksum, format, ``fileSchema`` with a Key, the inventory's
     bucket is the namespace's, its age when ``min_age`` is given (the same check as Azure's and
     GCS's: a report older than ``min_age`` at ``now``, or without ``creationTimestamp``, cannot
     vouch for objects younger than that), every data file present (and matching its size/MD5).
-    Delete markers and non-current versions are left out. A ``LastModifiedDate`` missing from
-    the schema gives null ``last_modified`` (callers must treat unknown age as too young).
     """
-    from pyspark.sql import functions as F
-
     from lakewarden.inventories.common import S3_CREATED_FIELD, check_age, s3_created
+    from lakewarden.inventories.cut import ReportColumns
 
     ns = _namespace(storage_namespace)
     parsed = load_manifest(manifest, s3_options=s3_options, require_checksum=require_checksum)
@@ -463,7 +577,32 @@ def read_inventory(
         assert created is not None
         check_age(created, now or datetime.now(timezone.utc), min_age, manifest=manifest, field=S3_CREATED_FIELD)
     paths = local_data_files(parsed, s3_options=s3_options, work_dir=Path(work_dir) if work_dir else None, verify=verify_data_files)
-    files = [str(path) for path in paths]
+    return LocatedReport(
+        kind="s3",
+        manifest=manifest,
+        file_format=parsed.file_format,
+        paths=tuple(str(path) for path in paths),
+        uri_root=f"s3://{ns.authority}/",
+        columns=ReportColumns(key=_field_of(FIELD_KEY), modified=_field_of(FIELD_MODIFIED)),
+        parsed=parsed,
+    )
+
+
+def inventory_rows(
+    spark: "SparkSession", report: LocatedReport, storage_namespace: str, considered: Considered | None = None,
+    *, work_dir: Path | None = None,
+) -> "Callable[[], DataFrame]":
+    """A located S3 Inventory report's columns checked now, and a function giving its rows
+    under ``storage_namespace`` (only those ``considered`` when given): the cut, which reads
+    every row of the report, is made when the rows are asked for (an optimized run asks in the
+    thread that writes its storage table, beside the models). Delete markers and non-current
+    versions are left out. A ``LastModifiedDate`` missing from the schema gives null
+    ``last_modified`` (callers must treat unknown age as too young)."""
+    from pyspark.sql import functions as F
+
+    ns = _namespace(storage_namespace)
+    parsed: Manifest = report.parsed
+    files = list(report.paths)
     names = parsed.field_index()
 
     if parsed.file_format == "CSV":
@@ -497,22 +636,42 @@ def read_inventory(
         marker = F.col(actual[FIELD_DELETE_MARKER]).cast("string") if FIELD_DELETE_MARKER in actual else None
         truthy = F.lit("true")
 
-    rows = df.select(
-        key.alias("key"),
-        size.alias("size"),
-        modified.alias("last_modified"),
-        (bucket if bucket is not None else F.lit(ns.authority)).alias("bucket"),
-        (F.coalesce(latest, F.lit("true")) == truthy if latest is not None else F.lit(True)).alias("is_latest"),
-        (F.coalesce(marker, F.lit("false")) == truthy if marker is not None else F.lit(False)).alias("is_delete_marker"),
-    )
-    rows = rows.where((F.col("bucket") == ns.authority) & F.col("is_latest") & ~F.col("is_delete_marker"))
-    root = f"s3://{ns.authority}/"
-    rows = report_rows_in_namespace(rows, "key", root, ns, considered)
-    return rows.select(
-        F.concat(F.lit(root), F.col("key")).alias("physical_address"),
-        F.col("size"),
-        F.col("last_modified"),
-    )
+    root = report.uri_root
+
+    def rows_of(source: "DataFrame", cut: Considered | None) -> "DataFrame":
+        # the column expressions name columns by name: the cut files have the report's schema
+        rows = source.select(
+            key.alias("key"),
+            size.alias("size"),
+            modified.alias("last_modified"),
+            (bucket if bucket is not None else F.lit(ns.authority)).alias("bucket"),
+            (F.coalesce(latest, F.lit("true")) == truthy if latest is not None else F.lit(True)).alias("is_latest"),
+            (F.coalesce(marker, F.lit("false")) == truthy if marker is not None else F.lit(False)).alias("is_delete_marker"),
+        )
+        rows = rows.where((F.col("bucket") == ns.authority) & F.col("is_latest") & ~F.col("is_delete_marker"))
+        rows = report_rows_in_namespace(rows, "key", root, ns, cut)
+        return rows.select(
+            F.concat(F.lit(root), F.col("key")).alias("physical_address"),
+            F.col("size"),
+            F.col("last_modified"),
+        )
+
+    def read() -> "DataFrame":
+        cut = cut_in_driver(spark, report, considered, work_dir=work_dir)
+        return rows_of(df, considered) if cut is None else rows_of(cut, None)
+
+    return read
+
+
+def _field_of(canonical: str) -> "Callable[[Sequence[str]], str | None]":
+    """The column of a Parquet or ORC report holding ``canonical`` (matched as the reader
+    matches it: :func:`_canonical_field`)."""
+
+    def column(names: Sequence[str]) -> str | None:
+        # the last of several, as the reader's map of canonical names to columns keeps it
+        return next((name for name in reversed(names) if _canonical_field(name) == canonical), None)
+
+    return column
 
 
 # -- listing -----------------------------------------------------------------------------------
@@ -702,9 +861,37 @@ def storage_inventory(
     considered: Considered | None = None,
 ) -> "DataFrame":
     """The inventory report at ``manifest`` when given (S3 Inventory, Azure Blob Inventory or a
+    GCS inventory report, told apart by the manifest's fields), else a listing of the namespace:
+    :func:`prepare_storage_inventory`'s rows, read at once."""
+    return prepare_storage_inventory(
+        spark, storage_namespace, manifest, s3_options=s3_options, work_dir=work_dir, parallelism=parallelism,
+        local_blockstore=local_blockstore, store_options=store_options, now=now, min_age=min_age, considered=considered,
+    )()
+
+
+def prepare_storage_inventory(
+    spark: "SparkSession",
+    storage_namespace: str,
+    manifest: str | None = None,
+    *,
+    s3_options: Mapping[str, Any] | None = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    parallelism: int | None = None,
+    local_blockstore: str | None = None,
+    store_options: "StoreOptions | None" = None,
+    now: datetime | None = None,
+    min_age: timedelta | None = None,
+    considered: Considered | None = None,
+) -> "Callable[[], DataFrame]":
+    """What storage holds under the namespace, validated now, as a function giving its rows.
+
+    The inventory report at ``manifest`` when given (S3 Inventory, Azure Blob Inventory or a
     GCS inventory report, told apart by the manifest's fields), else a listing of the namespace.
-    ``considered``: only the objects an optimized run considers (:func:`keep_considered`), cut
-    from a report before its rows are checked.
+    A report is validated (manifest, data files, columns) before this returns, and its rows are
+    read and cut when the function is called: an optimized run calls it in the thread that
+    writes its storage table. ``considered``: only the objects an optimized run considers
+    (:func:`keep_considered`), cut from a report before its rows are checked (in the driver
+    when it can be: :func:`cut_in_driver`). A listing is made before this returns.
     With ``min_age``, a report taken longer than that before ``now`` is bad input, whatever its
     kind (:func:`lakewarden.inventories.common.check_age`).
 
@@ -714,19 +901,10 @@ def storage_inventory(
     from lakewarden.blockstore import blockstore_root, file_uri_prefix, to_file_uri
 
     if manifest:
-        from lakewarden.inventories import inventory_kind, read_cloud_inventory
-        from lakewarden.inventories.common import load_json
-
-        options = _store_options(s3_options, store_options)
-        if inventory_kind(load_json(manifest, options)) in ("azure", "gcs"):
-            return read_cloud_inventory(
-                spark, manifest, storage_namespace, store_options=options, work_dir=work_dir, now=now, min_age=min_age,
-                considered=considered,
-            )
-        return read_inventory(
-            spark, manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir, now=now, min_age=min_age,
-            considered=considered,
+        report = locate_report(
+            manifest, storage_namespace, s3_options=s3_options, store_options=store_options, work_dir=work_dir, now=now, min_age=min_age
         )
+        return report_rows(spark, report, storage_namespace, considered, work_dir=work_dir)
     if local_blockstore is None and store_options is not None:
         local_blockstore = store_options.local_blockstore
     root = blockstore_root(storage_namespace, local_blockstore)
@@ -741,11 +919,17 @@ def storage_inventory(
             "physical_address", F.concat(F.lit("local://"), F.expr(f"substring(physical_address, {len(prefix) + 1})"))
         )
     # a listing is cut after its checks: its rows are listed once, not read again
-    return listed if considered is None else keep_considered(listed, "physical_address", "", considered)
+    rows = listed if considered is None else keep_considered(listed, "physical_address", "", considered)
+    return lambda: rows
 
 
 __all__: Sequence[str] = (
     "INVENTORY_SCHEMA",
+    "LocatedReport",
+    "locate_report",
+    "report_rows",
+    "cut_report",
+    "prepare_storage_inventory",
     "Manifest",
     "Considered",
     "ListUnit",

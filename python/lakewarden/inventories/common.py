@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from lakewarden.errors import BadInput
 from lakewarden.safety import parse_uri
@@ -18,7 +18,7 @@ from lakewarden.safety import parse_uri
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from lakewarden.inventory import Considered
+    from lakewarden.inventory import Considered, LocatedReport
 
     from lakewarden.stores import StoreOptions
 
@@ -233,15 +233,20 @@ def _timestamp(column: "Column", kind: str) -> "Column":
 
 
 def to_storage_inventory(
-    spark: "SparkSession", inventory: CloudInventory, storage_namespace: str, paths: list[str],
-    considered: "Considered | None" = None,
-) -> "DataFrame":
-    """Rows of ``paths`` as ``physical_address, size, last_modified``, only inside the namespace
-    (and only those ``considered``, when given: :func:`lakewarden.inventory.report_rows_in_namespace`)."""
+    spark: "SparkSession", report: "LocatedReport", storage_namespace: str, considered: "Considered | None" = None,
+    work_dir: Path | None = None,
+) -> "Callable[[], DataFrame]":
+    """A function giving the rows of a located Azure or GCS report as ``physical_address, size,
+    last_modified``, only inside the namespace (and only those ``considered``, when given:
+    :func:`lakewarden.inventory.report_rows_in_namespace`). The columns are checked now; the
+    cut, which reads every row, is made when the rows are asked for (a Parquet report's in the
+    driver when it can be: :func:`lakewarden.inventory.cut_in_driver`)."""
     from pyspark.sql import functions as F
 
-    from lakewarden.inventory import report_rows_in_namespace
+    from lakewarden.inventory import cut_in_driver, report_rows_in_namespace
 
+    inventory: CloudInventory = report.parsed
+    paths = list(report.paths)
     if inventory.file_format == "CSV":
         df = spark.read.options(header="true", quote='"', escape='"', mode="PERMISSIVE", inferSchema="false").csv(paths)
     else:
@@ -253,16 +258,35 @@ def to_storage_inventory(
     dtypes = dict(df.dtypes)
     size_col = columns.get((inventory.size_field or "").lower())
     modified_col = columns.get((inventory.modified_field or "").lower())
-    if inventory.row_filter is not None:
-        df = df.where(inventory.row_filter(df))
-    rows = df.select(
-        F.col(f"`{name}`").cast("string").alias("_key"),
-        (F.col(f"`{size_col}`").cast("long") if size_col else F.lit(None).cast("long")).alias("size"),
-        (_timestamp(F.col(f"`{modified_col}`"), dtypes[modified_col]) if modified_col else F.lit(None).cast("timestamp")).alias("last_modified"),
-    )
     ns = parse_uri(storage_namespace)
-    rows = report_rows_in_namespace(rows, "_key", inventory.uri_root, ns, considered)
-    return rows.select(F.concat(F.lit(inventory.uri_root), F.col("_key")).alias("physical_address"), "size", "last_modified")
+
+    def rows_of(source: "DataFrame", cut: "Considered | None") -> "DataFrame":
+        # columns are named by name: the cut files have the report's schema
+        if inventory.row_filter is not None:
+            source = source.where(inventory.row_filter(source))
+        rows = source.select(
+            F.col(f"`{name}`").cast("string").alias("_key"),
+            (F.col(f"`{size_col}`").cast("long") if size_col else F.lit(None).cast("long")).alias("size"),
+            (_timestamp(F.col(f"`{modified_col}`"), dtypes[modified_col]) if modified_col else F.lit(None).cast("timestamp")).alias("last_modified"),
+        )
+        rows = report_rows_in_namespace(rows, "_key", inventory.uri_root, ns, cut)
+        return rows.select(F.concat(F.lit(inventory.uri_root), F.col("_key")).alias("physical_address"), "size", "last_modified")
+
+    def read() -> "DataFrame":
+        cut = cut_in_driver(spark, report, considered, work_dir=work_dir)
+        return rows_of(df, considered) if cut is None else rows_of(cut, None)
+
+    return read
+
+
+def _named(field: str | None) -> "Callable[[Sequence[str]], str | None]":
+    """The data file column named ``field`` (case-insensitive; the last of several, as the
+    reader's map of lower-cased names keeps it)."""
+
+    def column(names: Sequence[str]) -> str | None:
+        return next((n for n in reversed(names) if field is not None and n.lower() == field.lower()), None)
+
+    return column
 
 
 def read_cloud_inventory(
@@ -277,11 +301,27 @@ def read_cloud_inventory(
     considered: "Considered | None" = None,
 ) -> "DataFrame":
     """The objects an Azure Blob Inventory or GCS inventory report lists under the namespace
-    (only those ``considered``, when given).
+    (only those ``considered``, when given): :func:`locate_cloud_inventory`, then
+    :func:`to_storage_inventory`, read at once."""
+    report = locate_cloud_inventory(manifest, storage_namespace, store_options=store_options, work_dir=work_dir, now=now, min_age=min_age)
+    return to_storage_inventory(spark, report, storage_namespace, considered, work_dir=Path(work_dir) if work_dir else None)()
 
-    Validates the manifest (format, fields, coverage of the namespace, age when ``min_age`` is
-    given) before reading a row; any problem is :class:`BadInput` naming the file and field.
-    """
+
+def locate_cloud_inventory(
+    manifest: str,
+    storage_namespace: str,
+    *,
+    store_options: "StoreOptions | None" = None,
+    work_dir: str | os.PathLike[str] | None = None,
+    now: datetime | None = None,
+    min_age: timedelta | None = None,
+) -> "LocatedReport":
+    """An Azure Blob Inventory or GCS inventory report validated and its data files on local
+    disk (no Spark): the manifest (format, fields, coverage of the namespace, age when
+    ``min_age`` is given); any problem is :class:`BadInput` naming the file and field."""
+    from lakewarden.inventories.cut import ReportColumns
+    from lakewarden.inventory import LocatedReport
+
     raw = load_json(manifest, store_options)
     kind = inventory_kind(raw)
     if kind == "azure":
@@ -294,4 +334,12 @@ def read_cloud_inventory(
     if min_age is not None:
         inventory.check_age(now or datetime.now(timezone.utc), min_age)
     paths = local_copies(inventory, store_options, Path(work_dir) if work_dir else None)
-    return to_storage_inventory(spark, inventory, storage_namespace, paths, considered)
+    return LocatedReport(
+        kind=inventory.kind,
+        manifest=manifest,
+        file_format=inventory.file_format,
+        paths=tuple(paths),
+        uri_root=inventory.uri_root,
+        columns=ReportColumns(key=_named(inventory.name_field), modified=_named(inventory.modified_field)),
+        parsed=inventory,
+    )

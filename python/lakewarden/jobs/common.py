@@ -11,7 +11,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.runtime.compiled_models import BuildResult, ModelRunner
     from lakewarden.reports.directory import Report
     from lakewarden.snapshot import LoadedSnapshot
+    from lakewarden.snapshot.check import CheckedSnapshot
     from lakewarden.jobs.options import RunOptions
 
 log = logging.getLogger(__name__)
@@ -135,6 +136,8 @@ class JobContext:
     report_dir: Path | None = None
     #: bytes of the snapshot's range rows (spark_session.ranges_bytes; None: unknown): the run's size
     ranges_bytes: int | None = None
+    #: what the job prepared while its JVM booted (:meth:`lakewarden.jobs.shape.Job.prepare`)
+    prepared: Any = None
 
     def report_fields(self) -> dict[str, str]:
         """Where the snapshot and the state dir are, for the summary: report.html and
@@ -202,15 +205,9 @@ class JobContext:
     def has_commit(self, commit_id: str) -> bool:
         """Whether the snapshot holds ``commit_id``: read with pyarrow from the checked snapshot's
         Parquet (the commit_id column, filtered as it is read), else asked of Spark."""
-        files = self.snapshot.table_files
-        commits = files.get("commits")
-        if commits is not None and commits.suffix == ".parquet":
-            import pyarrow.dataset as ds
-
-            found = ds.dataset(commits, format="parquet").to_table(
-                columns=["commit_id"], filter=ds.field("commit_id") == commit_id
-            )
-            return found.num_rows > 0
+        found = commit_in_parquet(self.snapshot.table_files.get("commits"), commit_id)
+        if found is not None:
+            return found
         from pyspark.sql import functions as F
 
         table = self.spark.table(f"{SNAPSHOT_SCHEMA}.commits")
@@ -327,7 +324,43 @@ def commits_table_path(snapshot_dir: Path) -> Path:
     return snapshot_dir
 
 
-def start_job(run: "RunOptions", job: str, *, incremental: bool = False) -> JobContext:
+def commit_in_parquet(commits: Path | None, commit_id: str) -> bool | None:
+    """Whether the commits table's Parquet file holds ``commit_id`` (the commit_id column,
+    filtered as it is read with pyarrow: no Spark); None when the table is not one file of
+    Parquet (then ask Spark)."""
+    if commits is None or commits.suffix != ".parquet":
+        return None
+    import pyarrow.dataset as ds
+
+    found = ds.dataset(commits, format="parquet").to_table(columns=["commit_id"], filter=ds.field("commit_id") == commit_id)
+    return found.num_rows > 0
+
+
+@dataclass(frozen=True)
+class StartingJob:
+    """What a job may use while its JVM boots (:meth:`lakewarden.jobs.shape.Job.prepare`): the
+    run's clock and state dir, the checked snapshot, the run's options. No Spark yet."""
+
+    run: "RunOptions"
+    now: datetime
+    state: Path
+    snapshot: "CheckedSnapshot"
+    #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
+    local_blockstore: str | None = None
+
+    @property
+    def storage_namespace(self) -> str:
+        return self.snapshot.repository.storage_namespace
+
+    def has_commit(self, commit_id: str) -> bool | None:
+        """Whether the snapshot holds ``commit_id``, when that takes no Spark (None: it would)."""
+        table = self.snapshot.tables.get("commits")
+        return commit_in_parquet(None if table is None else table.data, commit_id)
+
+
+def start_job(
+    run: "RunOptions", job: str, *, incremental: bool = False, prepare: "Callable[[StartingJob], Any] | None" = None
+) -> JobContext:
     """Validate the clock and the snapshot, then point the source tables at the snapshot.
 
     The JVM boots on a background thread (~6 s) while this thread checks the snapshot (pyarrow,
@@ -336,7 +369,9 @@ def start_job(run: "RunOptions", job: str, *, incremental: bool = False) -> JobC
     raises BadInput (exit 2) without waiting for the JVM.
 
     ``incremental``: the job reads only what changed when it continues from an earlier run
-    (:meth:`lakewarden.jobs.shape.Job.incremental`)."""
+    (:meth:`lakewarden.jobs.shape.Job.incremental`). ``prepare``: the job's own work that
+    takes no Spark, run once the snapshot is checked and while the JVM still boots; what it
+    returns is the context's ``prepared`` (:meth:`lakewarden.jobs.shape.Job.prepare`)."""
     now = check_clock(run.now, dry_run=run.dry_run)
     state = state_dir(run.state)
     # the JVM's compiler suits the run's size (spark_session.jit_mode): the snapshot given, or
@@ -352,7 +387,7 @@ def start_job(run: "RunOptions", job: str, *, incremental: bool = False) -> JobC
     # a snapshot given is the one the job reads: its size is known; an extract writes a new one
     size = hint_size if run.snapshot is not None else None
     try:
-        return _started_job(run, job, now, state, starter, size)
+        return _started_job(run, job, now, state, starter, size, prepare)
     except BaseException:
         starter.abandon()  # bad input, an extract that failed, Ctrl-C: no JVM left behind for nothing
         raise
@@ -375,10 +410,12 @@ def _ran_before_on(state: Path, job: str, snapshot_dir: Path) -> bool:
 
 
 def _started_job(
-    run: "RunOptions", job: str, now: datetime, state: Path, starter: SparkStarter, size: int | None
+    run: "RunOptions", job: str, now: datetime, state: Path, starter: SparkStarter, size: int | None,
+    prepare: "Callable[[StartingJob], Any] | None" = None,
 ) -> JobContext:
-    """start_job's part that runs while the JVM boots, and the snapshot's registration after.
-    ``size``: the snapshot's range rows in bytes when already known (None: stat it here)."""
+    """start_job's part that runs while the JVM boots (the snapshot's check, the job's own
+    ``prepare``), and the snapshot's registration after. ``size``: the snapshot's range rows in
+    bytes when already known (None: stat it here)."""
     snapshot_dir = resolve_snapshot(run, state)
     lakefs_kept = read_lakefs_kept(snapshot_dir)  # bad input fails before Spark is needed
     from lakewarden.snapshot import register_snapshot  # pyarrow: only jobs pay it
@@ -393,6 +430,8 @@ def _started_job(
             source=str(commits_table_path(snapshot_dir)),
             field="--now",
         )
+    local_blockstore = None if root is None else str(root)
+    prepared = None if prepare is None else prepare(StartingJob(run, now, state, checked, local_blockstore))
     spark = starter.session()
     if size is None:
         size = ranges_bytes(snapshot_dir)
@@ -409,9 +448,10 @@ def _started_job(
         spark=spark,
         snapshot=snapshot,
         lakefs_kept=lakefs_kept,
-        local_blockstore=None if root is None else str(root),
+        local_blockstore=local_blockstore,
         snapshot_dir=snapshot_dir,
         snapshot_fingerprint=checked.fingerprint,
         report_dir=run.report,
         ranges_bytes=size,
+        prepared=prepared,
     )

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from lakewarden.durations import parse_duration
 from lakewarden.errors import BadInput, error_line
@@ -46,7 +46,9 @@ from lakewarden.timestamps import from_spark
 if TYPE_CHECKING:  # pragma: no cover
     from concurrent.futures import Future
 
-    from lakewarden.inventory import Considered
+    from lakewarden.inventories.cut import CutFiles
+    from lakewarden.inventory import Considered, LocatedReport
+    from lakewarden.jobs.common import StartingJob
     from lakewarden.jobs.options import RunOptions
     from lakewarden.stores import StoreOptions
 
@@ -202,6 +204,9 @@ class UncommittedGc(Job[UncommittedGcOptions, UncommittedInputs, "UncommittedGcR
         min_age = parse_min_age(options.min_age, force=options.force)  # before Spark starts
         return UncommittedInputs(min_age, run.store)
 
+    def prepare(self, options: UncommittedGcOptions, inputs: UncommittedInputs, starting: "StartingJob") -> "StorageStart":
+        return prepare_storage(starting, manifest=options.inventory, min_age=inputs.min_age, clean=options.clean, store_options=inputs.store_options)
+
     def mark(self, context: JobContext, inputs: UncommittedInputs, options: UncommittedGcOptions) -> "UncommittedGcResult":
         # the run history is read (the previous run), then appended: one writer at a time
         with state_lock(context.state, f"uncommitted GC run {context.run_id}"):
@@ -212,6 +217,7 @@ class UncommittedGc(Job[UncommittedGcOptions, UncommittedInputs, "UncommittedGcR
                 clean=options.clean,
                 report_dir=context.report_dir,
                 store_options=inputs.store_options,
+                start=context.prepared,
             )
 
     def describe(self, marked: "UncommittedGcResult") -> list[str]:
@@ -238,40 +244,47 @@ def _parse_manifest_time(manifest: str, options: "StoreOptions") -> datetime | N
 
 def read_storage(
     context: JobContext, manifest: str | None, options: "StoreOptions", min_age: timedelta,
-    considered: "Considered | None" = None,
-) -> tuple[Any, datetime]:
-    """What storage holds under the namespace, and when it was observed: the inventory report
-    at ``manifest`` (S3 Inventory, Azure Blob Inventory or a GCS inventory report, told apart by
-    the manifest; read from a local path or from any store), else a listing of the namespace
-    through its store (:func:`lakewarden.stores.store_for`: S3, Azure, GCS, local disk).
+    considered: "Considered | None" = None, report: "LocatedReport | None" = None,
+) -> tuple["Callable[[], Any]", datetime]:
+    """What storage holds under the namespace, as a function giving its rows, and when it was
+    observed: the inventory report at ``manifest`` (S3 Inventory, Azure Blob Inventory or a GCS
+    inventory report, told apart by the manifest; read from a local path or from any store),
+    else a listing of the namespace through its store (:func:`lakewarden.stores.store_for`: S3,
+    Azure, GCS, local disk). A report is validated before this returns and read when its rows
+    are asked for (:func:`write_storage_beside`, beside the models); a listing is listed here.
 
     A report (S3, Azure or GCS) that does not cover the namespace, is malformed, or was taken
     longer ago than ``--min-age`` allows is bad input naming the file and field (it cannot vouch
     for objects younger than ``--min-age``: every one of them must be kept).
 
     ``considered``: an optimized run's cut (:class:`lakewarden.inventory.Considered`).
+    ``report``: the report at ``manifest`` located (validated, its files fetched) already,
+    while the JVM booted (:func:`prepare_storage`).
     """
-    from lakewarden.inventory import storage_inventory
+    from lakewarden.inventory import locate_report, prepare_storage_inventory, report_rows
 
     namespace = context.snapshot.repository.storage_namespace
     observed_at = datetime.now(timezone.utc)
     if manifest:
-        storage = storage_inventory(
-            context.spark, namespace, manifest, s3_options=options.s3_client_options(), store_options=options,
-            now=context.now, min_age=min_age, considered=considered,
-        )
+        if report is None:
+            report = locate_report(
+                manifest, namespace, s3_options=options.s3_client_options(), store_options=options, now=context.now, min_age=min_age
+            )
+        storage = report_rows(context.spark, report, namespace, considered)
         return storage, _parse_manifest_time(manifest, options) or observed_at
-    storage = storage_inventory(
+    storage = prepare_storage_inventory(
         context.spark, namespace, None, store_options=options, local_blockstore=context.local_blockstore,
         considered=considered,
     )
     return storage, observed_at
 
 
-def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None, str]:
+def find_previous_run(context: "JobContext | StartingJob", key: str) -> tuple[PreviousRun | None, str]:
     """The last successful run on this namespace usable as a base, and why (not). The run
     history and the snapshot's commits are read with pyarrow from their Parquet files: a few
-    rows need no Spark job (two queries cost 1.7 s of every optimized run, the process's first)."""
+    rows need no Spark job (two queries cost 1.7 s of every optimized run, the process's first).
+    While the JVM boots (a :class:`~lakewarden.jobs.common.StartingJob`) a Last Commit that only
+    Spark could look up is no base."""
     from lakewarden.state_tables import state_rows
 
     runs = [row for row in state_rows(context.state, RUNS) if row["storage_namespace"] == key]
@@ -296,8 +309,12 @@ def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None
     for location in (previous.uncommitted_inventory_location, previous.scanned_ranges_location):
         if not location or not (Path(location) / "_SUCCESS").is_file():
             return None, f"previous run {previous.run_id}'s output {location} is missing"
-    if previous.last_commit_id is not None and not context.has_commit(previous.last_commit_id):
-        return None, f"previous run's Last Commit {previous.last_commit_id} is not in the snapshot"
+    if previous.last_commit_id is not None:
+        held = context.has_commit(previous.last_commit_id)
+        if held is None:
+            return None, f"previous run's Last Commit {previous.last_commit_id}: its snapshot table is not read without Spark"
+        if not held:
+            return None, f"previous run's Last Commit {previous.last_commit_id} is not in the snapshot"
     return previous, f"previous run {previous.run_id} (Last Commit {previous.last_commit_id})"
 
 
@@ -312,14 +329,55 @@ def find_previous_run(context: JobContext, key: str) -> tuple[PreviousRun | None
 KEEP_CONSIDERED_OF_LISTINGS = False
 
 
-def considered_of(spark: Any, previous: PreviousRun) -> "Considered":
+def considered_of(spark: Any, previous: PreviousRun, cut: "CutFiles | None" = None) -> "Considered":
     """The stored objects an optimized run considers: (b) those written after the previous
     run's cutoff, and (a) those the previous uncommitted inventory lists. Every other object
-    was referenced by a range a previous run read, and is not a candidate either way."""
+    was referenced by a range a previous run read, and is not a candidate either way. ``cut``:
+    the report cut to them already, in the driver, while the JVM booted (:func:`prepare_storage`)."""
     from lakewarden.inventory import Considered
 
     previous_addresses = spark.table(PREVIOUS_INVENTORY_TABLE).select("physical_address")
-    return Considered(cutoff=previous.storage_cutoff, previous=previous_addresses)
+    return Considered(
+        cutoff=previous.storage_cutoff, previous=previous_addresses, previous_location=Path(previous.uncommitted_inventory_location),
+        cut=cut,
+    )
+
+
+@dataclass(frozen=True)
+class StorageStart:
+    """What an uncommitted run settles about storage while its JVM boots (:func:`prepare_storage`):
+    the inventory report validated and its data files fetched, and for an optimized run that
+    continues ``previous_run_id`` from a new Parquet report, the report cut in the driver to the
+    objects it considers (lakewarden.inventories.cut). It is read before the state lock is taken:
+    :func:`mark_uncommitted` uses the cut only when, under the lock, the previous run is the same."""
+
+    previous_run_id: str | None = None
+    report: "LocatedReport | None" = None
+    cut: "CutFiles | None" = None
+
+
+def prepare_storage(
+    starting: "StartingJob", *, manifest: str | None, min_age: timedelta, clean: bool, store_options: "StoreOptions"
+) -> StorageStart:
+    """The storage side of a run that takes no Spark, done while the JVM boots: the report at
+    ``manifest`` located (validated: bad input exits 2 here, before the JVM is waited for; remote
+    data files fetched) and, when the run will continue a previous run from a report other than
+    that run's, cut to what it considers (1M report rows: 0.5-1.2 s that no longer compete with
+    the models for the cores and the interpreter). A listing is made later, on Spark."""
+    from lakewarden.inventories.common import manifest_fingerprint
+    from lakewarden.inventory import cut_report, locate_report
+
+    if not manifest:
+        return StorageStart()
+    namespace = starting.storage_namespace
+    report = locate_report(
+        manifest, namespace, s3_options=store_options.s3_client_options(), store_options=store_options, now=starting.now, min_age=min_age
+    )
+    previous = None if clean else find_previous_run(starting, namespace_key(namespace))[0]
+    if previous is None or previous.inventory_fingerprint == manifest_fingerprint(manifest, store_options):
+        return StorageStart(None, report)  # a clean run, or the same report again: no cut
+    cut = cut_report(report, cutoff=previous.storage_cutoff, previous_location=Path(previous.uncommitted_inventory_location))
+    return StorageStart(previous.run_id, report, cut)
 
 
 def previous_inventory(spark: Any) -> Any:
@@ -397,22 +455,23 @@ STORAGE_SOURCE = source_id("lakewarden", "storage_inventory")
 
 
 @contextmanager
-def write_storage_beside(spark: Any, storage: Any) -> Iterator[dict[str, "Future[None]"]]:
-    """Write what storage holds (``storage``: the inventory report read, cut or listed) as the
-    storage inventory table in a thread of its own, and give the build its future
+def write_storage_beside(spark: Any, storage: "Callable[[], Any]") -> Iterator[dict[str, "Future[None]"]]:
+    """Write what storage holds (``storage()``: the inventory report read and cut, or listed) as
+    the storage inventory table in a thread of its own, and give the build its future
     (:meth:`~lakewarden.runtime.compiled_models.ModelRunner.build`'s ``awaiting``): the models
     that do not read storage (the ranges listed and read, the entries of the ranges read, their
     keys, the staged entries) run meanwhile, and the models reading storage start once it is
     written. A clean run gains most (8.45M objects, runs in turn: 50.9-54.4 s against
-    54.2-59.7 s with the write first); an optimized run's cut of the report keeps both cores
-    busy, and its time did not move. A failed write (a report's data file missing) fails the
-    build with its own error; leaving the block waits for the write, so nothing outlives it."""
+    54.2-59.7 s with the write first). A report is read and cut in this thread too (validated
+    before), so an optimized run's cut in the driver (lakewarden.inventories.cut) runs beside
+    the models as well. A failed write (a report's data file missing) fails the build with its
+    own error; leaving the block waits for the write, so nothing outlives it."""
     from concurrent.futures import ThreadPoolExecutor
 
     def write() -> None:
         spark.sparkContext.setJobDescription("lakewarden storage inventory")
         try:
-            storage.write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
+            storage().write.mode("overwrite").format("parquet").saveAsTable(STORAGE_TABLE)
         finally:
             spark.sparkContext.setJobDescription(None)
 
@@ -432,12 +491,14 @@ def mark_uncommitted(
     s3_options: Mapping[str, Any] | None = None,
     store_options: "StoreOptions | None" = None,
     figures: bool = True,
+    start: StorageStart | None = None,
 ) -> UncommittedGcResult:
     """Mark: read storage, run the models, write outputs, report and history; delete nothing.
 
     ``store_options`` reach the namespace's store (any store); ``s3_options`` are the older
     S3-only form, used when ``store_options`` is not given. ``figures=False``: no report figures
-    (``lakewarden gc`` draws them once, over both marks)."""
+    (``lakewarden gc`` draws them once, over both marks). ``start``: what
+    :func:`prepare_storage` settled while the JVM booted (None: all of it is done here)."""
     from pyspark.sql import functions as F
 
     from lakewarden.inventories.common import manifest_fingerprint
@@ -473,8 +534,12 @@ def mark_uncommitted(
     # yet); a report read before is checked again (its age against --now) and then replaced by
     # that run's uncommitted inventory, so no cut of it is planned
     cut = previous is not None and not same_report and (manifest or KEEP_CONSIDERED_OF_LISTINGS)
-    considered = considered_of(spark, previous) if cut and previous is not None else None
-    storage, observed_at = read_storage(context, manifest, options, min_age, considered)
+    start = start if isinstance(start, StorageStart) else StorageStart()
+    # the cut made while the JVM booted, if it continued the run this one continues (read again
+    # under the lock: another run may have finished in between)
+    made = start.cut if previous is not None and start.previous_run_id == previous.run_id else None
+    considered = considered_of(spark, previous, made) if cut and previous is not None else None
+    storage, observed_at = read_storage(context, manifest, options, min_age, considered, report=start.report)
     if same_report:
         assert previous is not None
         mode_reason += "; the same inventory report: its rows are that run's uncommitted inventory"
@@ -503,7 +568,9 @@ def mark_uncommitted(
 
         if same_report:
             assert previous is not None
-            storage = previous_inventory(spark)
+
+            def storage() -> Any:
+                return previous_inventory(spark)
         variables: dict[str, Any] = {
             "gc_uncommitted_mode": mode,
             "gc_uncommitted_min_age_seconds": int(min_age.total_seconds()),

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lakewarden.errors import error_line
-from lakewarden.jobs.common import JobContext, add_job_options, run_options_from_args
+from lakewarden.jobs.common import JobContext, StartingJob, add_job_options, run_options_from_args
 from lakewarden.jobs.gc_committed import CommittedGcOptions, committed_options_from_args
 from lakewarden.jobs.gc_uncommitted import UncommittedGcOptions, uncommitted_options_from_args
 from lakewarden.jobs.shape import Job, run_job, with_blockstore
@@ -119,6 +119,14 @@ class UnifiedGc(Job[GcOptions, UnifiedInputs, UnifiedGcResult]):
         min_age = parse_min_age(options.uncommitted.min_age, force=options.uncommitted.force)
         return UnifiedInputs(rules, min_age, run.store)
 
+    def prepare(self, options: GcOptions, inputs: UnifiedInputs, starting: "StartingJob") -> Any:
+        from lakewarden.jobs.gc_uncommitted import prepare_storage
+
+        return prepare_storage(
+            starting, manifest=options.uncommitted.inventory, min_age=inputs.min_age, clean=options.uncommitted.clean,
+            store_options=inputs.store_options,
+        )
+
     def mark(self, context: JobContext, inputs: UnifiedInputs, options: GcOptions) -> UnifiedGcResult:
         from lakewarden.state_tables import state_lock
 
@@ -133,6 +141,7 @@ class UnifiedGc(Job[GcOptions, UnifiedInputs, UnifiedGcResult]):
                 clean=options.uncommitted.clean,
                 report_dir=context.report_dir,
                 store_options=with_blockstore(inputs.store_options, context),
+                start=context.prepared,
             )
 
     def describe(self, marked: UnifiedGcResult) -> list[str]:
@@ -166,8 +175,11 @@ def mark_unified(
     clean: bool = False,
     report_dir: Path | None = None,
     store_options: "StoreOptions | None" = None,
+    start: Any = None,
 ) -> UnifiedGcResult:
-    """Both marks on this session, the union as one report, the lakeFS-format mark; deletes nothing."""
+    """Both marks on this session, the union as one report, the lakeFS-format mark; deletes
+    nothing. ``start``: what uncommitted GC settled about storage while the JVM booted
+    (lakewarden.jobs.gc_uncommitted.prepare_storage)."""
     from pyspark.sql import functions as F
 
     from lakewarden.jobs.gc_committed import kept_figures, mark_committed
@@ -194,7 +206,7 @@ def mark_unified(
         assert committed.location is not None  # a mark (fresh or reused) always has its location
         uncommitted = mark_uncommitted(
             replace(context, job="gc-uncommitted"), manifest=manifest, min_age=min_age, clean=clean,
-            report_dir=directory / "uncommitted", store_options=options, figures=False,
+            report_dir=directory / "uncommitted", store_options=options, figures=False, start=start,
         )
         # committed GC's commits (their state and reason) are what explain reads
         shutil.copyfile(directory / "committed" / "commits.csv", directory / "commits.csv")

@@ -7,7 +7,8 @@ to the one sweep. This module owns the order of the phases, the lines printed af
 a sweep's outcome becomes the exit status, so the three jobs cannot drift apart again.
 
     inputs  = job.read_inputs(options, run)       # no Spark yet
-    context = start_job(run, job.name, ...)       # clock, Spark, snapshot read in place
+    context = start_job(run, job.name, ...)       # clock, Spark, snapshot read in place; while the
+                                                  # JVM boots: job.prepare(...) -> context.prepared
     marked  = job.mark(context, inputs, options)  # dbt models -> report directory (frozen result)
     if dry run: job.after_dry_run(...)            # e.g. lifecycle's stats
     else:       outcome = sweep(report); job.after_sweep(..., outcome)
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from lakewarden.errors import error_line
-from lakewarden.jobs.common import JobContext, start_job
+from lakewarden.jobs.common import JobContext, StartingJob, start_job
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.jobs.options import RunOptions
@@ -101,6 +102,14 @@ class Job(Generic[OptionsT, InputsT, MarkedT]):
         whole storage inventory again (8.45M objects, quick: 37.7 s against 30.1 s)."""
         return False
 
+    def prepare(self, options: OptionsT, inputs: InputsT, starting: StartingJob) -> Any:
+        """Work of the job's own that takes no Spark but needs the checked snapshot or the
+        state dir, done while the JVM boots (the run pays the longer of the two, not their
+        sum); what it returns is ``context.prepared`` in :meth:`mark`. It runs before the
+        job's state lock is taken: :meth:`mark` checks under the lock that what it read still
+        holds. Bad input raised here exits 2 before anything is written. Nothing by default."""
+        return None
+
     def mark(self, context: JobContext, inputs: InputsT, options: OptionsT) -> MarkedT:
         """Run the mark models and write the report; delete nothing."""
         raise NotImplementedError
@@ -140,7 +149,9 @@ def run_job(job: Job[OptionsT, Any, Any], run: "RunOptions", options: OptionsT, 
     from lakewarden.runtime.spark_session import spark_jobs_started
 
     inputs = job.read_inputs(options, run)
-    context = start_job(run, job.name, incremental=job.incremental(options))
+    context = start_job(
+        run, job.name, incremental=job.incremental(options), prepare=lambda starting: job.prepare(options, inputs, starting)
+    )
     from lakewarden.stores import check_store_options
 
     # options that cannot address the namespace (an Azure endpoint of another account): exit 2
