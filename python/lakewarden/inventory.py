@@ -234,7 +234,7 @@ def local_data_files(manifest: Manifest, *, s3_options: Mapping[str, Any] | None
             _check_data_file(manifest, index, entry, path, verify)
             paths.append(path)
         return paths
-    directory = work_dir or _temp_dir()
+    directory = work_dir or scratch_dir()
     directory.mkdir(parents=True, exist_ok=True)
 
     def fetch(item: tuple[int, DataFile]) -> Path:
@@ -257,8 +257,9 @@ def local_data_files(manifest: Manifest, *, s3_options: Mapping[str, Any] | None
         return list(pool.map(fetch, enumerate(manifest.files)))
 
 
-def _temp_dir() -> Path:
-    """A download directory that lives as long as the process (Spark reads lazily)."""
+def scratch_dir() -> Path:
+    """A download directory that lives as long as the process (Spark reads lazily), removed at
+    exit: inventory copies can be gigabytes, and a temporary directory is not cleaned by itself."""
     path = Path(tempfile.mkdtemp(prefix="lakewarden-inventory-"))
     atexit.register(shutil.rmtree, path, True)
     return path
@@ -426,7 +427,7 @@ def cut_report(
 
     return cut_parquet_report(
         report.paths, columns=report.columns, uri_root=report.uri_root, previous_location=previous_location,
-        cutoff=cutoff, work_dir=Path(tempfile.mkdtemp(prefix="cut-", dir=work_dir or _temp_dir())),
+        cutoff=cutoff, work_dir=Path(tempfile.mkdtemp(prefix="cut-", dir=work_dir or scratch_dir())),
     )
 
 

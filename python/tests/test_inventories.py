@@ -235,3 +235,30 @@ def test_storage_inventory_picks_the_reader_and_the_time(spark: Any, tmp_path: P
     gcs = _gcs(gcs_dir, "parquet", _gcs_rows())
     assert storage_inventory(spark, GS_NS, str(gcs)).count() == 2
     assert inventory_created(str(gcs)) == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def test_a_run_without_a_work_dir_leaves_no_scratch_directory_behind(tmp_path: Path) -> None:
+    """Data files Hadoop cannot read under their own names (a GCS shard's ``:``) are linked in
+    a scratch directory; without a work dir that directory is the process's, removed at exit
+    (a temporary directory is not removed by itself, and remote copies can be gigabytes)."""
+    import subprocess
+    import sys
+
+    shard = tmp_path / "cfg_2026-12-03T12:03:55_0.csv"
+    shard.write_text("name\nobject\n")
+    script = (
+        "import sys; from datetime import datetime, timezone; from pathlib import Path\n"
+        "from lakewarden.inventories.common import CloudInventory, local_copies\n"
+        "inventory = CloudInventory(kind='gcs', manifest='m.json', created=datetime.now(timezone.utc), file_format='CSV',"
+        " data_files=(sys.argv[1],), name_field='name', size_field=None, modified_field=None, uri_root='gs://b',"
+        " created_field='snapshot_time')\n"
+        "(path,) = local_copies(inventory, None, None)\n"
+        "assert Path(path).is_symlink() and ':' not in Path(path).name, path\n"
+        "print(Path(path).parent)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script, str(shard)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    scratch = Path(run.stdout.strip())
+    assert scratch.name.startswith("lakewarden-inventory-")
+    assert not scratch.exists()
+    assert shard.read_text() == "name\nobject\n"  # the link went, not what it pointed at

@@ -184,14 +184,14 @@ def local_copies(inventory: CloudInventory, options: "StoreOptions | None", work
     """Local paths of the data files for Spark: remote ones downloaded, and local ones whose
     names Hadoop cannot take (GCS shard names hold ``:`` from their timestamp) linked under a
     safe name. The extension stays: Spark picks the codec from it."""
-    import tempfile
+    from lakewarden.inventory import scratch_dir
 
     directory: Path | None = None
 
     def scratch() -> Path:
         nonlocal directory
         if directory is None:
-            directory = work_dir or Path(tempfile.mkdtemp(prefix="lakewarden-inventory-"))
+            directory = work_dir or scratch_dir()
             directory.mkdir(parents=True, exist_ok=True)
         return directory
 
