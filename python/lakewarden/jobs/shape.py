@@ -98,8 +98,11 @@ class Job(Generic[OptionsT, InputsT, MarkedT]):
         and then reads only what changed since (lifecycle without ``--full``). Its JVM then
         starts with the quick compiler whatever the snapshot's size
         (lakewarden.runtime.spark_session.jit_mode). False by default: the run reads it all.
-        Uncommitted GC's optimized run stays False: it reads only the ranges new since, but the
-        whole storage inventory again (8.45M objects, quick: 37.7 s against 30.1 s)."""
+        Uncommitted GC's optimized run stays False. With its report cut in Spark it read the whole
+        report again (8.45M objects, quick: 37.7 s against 30.1 s). With the cut in the driver
+        it reads the ranges new since and about a tenth of the report, yet it still marks and
+        writes every unreferenced object: at 8.45M (852k of them, 2 cores, a machine 2.3 times
+        slower) quick took 88.6 s against 82.4-83.1 s, its no-op 79.0 s against 77.6 s."""
         return False
 
     def prepare(self, options: OptionsT, inputs: InputsT, starting: StartingJob) -> Any:
