@@ -95,10 +95,14 @@ def parse_file_schema(file_format: str, schema: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def load_manifest(location: str, *, s3_options: Mapping[str, Any] | None = None, require_checksum: bool = True) -> Manifest:
-    """Read and validate a manifest (local path, ``file:`` or ``s3://`` URI); :class:`BadInput` if wrong."""
+def load_manifest(
+    location: str, *, s3_options: Mapping[str, Any] | None = None, require_checksum: bool = True, data: bytes | None = None
+) -> Manifest:
+    """Read and validate a manifest (local path, ``file:`` or ``s3://`` URI); :class:`BadInput` if
+    wrong. ``data``: the manifest's bytes as read already (its checksum file is still read)."""
     source = location
-    data = _read_bytes(location, s3_options, what="manifest")
+    if data is None:
+        data = _read_bytes(location, s3_options, what="manifest")
     checksum_location = _sibling(location, "manifest.checksum")
     try:
         expected = _read_bytes(checksum_location, s3_options, what="checksum").decode("ascii", "replace").split()
@@ -484,6 +488,11 @@ class LocatedReport:
     uri_root: str
     #: which data file columns hold the key and the modification time (the cut in the driver)
     columns: "ReportColumns"
+    #: SHA-256 of the manifest's bytes, the ones validated here (the report's identity:
+    #: :func:`lakewarden.inventories.common.fingerprint_of`)
+    fingerprint: str = ""
+    #: when the report was taken, as its manifest says (None: it does not say)
+    created: datetime | None = None
     #: the reader's own view of the manifest (:class:`Manifest` or :class:`~lakewarden.inventories.common.CloudInventory`)
     parsed: Any = field(repr=False, default=None)
 
@@ -499,13 +508,21 @@ def locate_report(
     min_age: timedelta | None = None,
 ) -> LocatedReport:
     """The report at ``manifest`` validated (whichever kind its fields say) and its data files
-    fetched: no Spark, so a job does it while its JVM boots. Bad input names file and field."""
-    from lakewarden.inventories.common import inventory_kind, load_json, locate_cloud_inventory
+    fetched: no Spark, so a job does it while its JVM boots. Bad input names file and field.
+    The manifest is read once: its kind, its validation, its fingerprint and when it was taken
+    all come from the same bytes (on a remote store, one GET; and no second read can see a
+    manifest replaced in between)."""
+    from lakewarden.inventories.common import inventory_kind, locate_cloud_inventory, manifest_object, read_location
 
     options = _store_options(s3_options, store_options)
-    if inventory_kind(load_json(manifest, options)) in ("azure", "gcs"):
-        return locate_cloud_inventory(manifest, storage_namespace, store_options=options, work_dir=work_dir, now=now, min_age=min_age)
-    return locate_inventory(manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir, now=now, min_age=min_age)
+    data = read_location(manifest, options, what="manifest")
+    if inventory_kind(manifest_object(data, manifest)) in ("azure", "gcs"):
+        return locate_cloud_inventory(
+            manifest, storage_namespace, store_options=options, work_dir=work_dir, now=now, min_age=min_age, manifest_bytes=data
+        )
+    return locate_inventory(
+        manifest, storage_namespace, s3_options=s3_options, work_dir=work_dir, now=now, min_age=min_age, manifest_bytes=data
+    )
 
 
 def report_rows(
@@ -556,6 +573,7 @@ def locate_inventory(
     verify_data_files: bool = True,
     now: datetime | None = None,
     min_age: timedelta | None = None,
+    manifest_bytes: bytes | None = None,
 ) -> LocatedReport:
     """An S3 Inventory report validated and its data files on local disk (no Spark).
 
@@ -563,12 +581,14 @@ def locate_inventory(
     bucket is the namespace's, its age when ``min_age`` is given (the same check as Azure's and
     GCS's: a report older than ``min_age`` at ``now``, or without ``creationTimestamp``, cannot
     vouch for objects younger than that), every data file present (and matching its size/MD5).
+    ``manifest_bytes``: the manifest as read already (else it is read here).
     """
-    from lakewarden.inventories.common import S3_CREATED_FIELD, check_age, s3_created
+    from lakewarden.inventories.common import S3_CREATED_FIELD, check_age, fingerprint_of, s3_created
     from lakewarden.inventories.cut import ReportColumns
 
     ns = _namespace(storage_namespace)
-    parsed = load_manifest(manifest, s3_options=s3_options, require_checksum=require_checksum)
+    data = manifest_bytes if manifest_bytes is not None else _read_bytes(manifest, s3_options, what="manifest")
+    parsed = load_manifest(manifest, s3_options=s3_options, require_checksum=require_checksum, data=data)
     if ns.scheme != "s3":
         raise BadInput(f"an S3 inventory cannot describe the {ns.scheme}:// namespace {storage_namespace}", source=manifest, field="sourceBucket")
     if parsed.source_bucket != ns.authority:
@@ -585,6 +605,8 @@ def locate_inventory(
         paths=tuple(str(path) for path in paths),
         uri_root=f"s3://{ns.authority}/",
         columns=ReportColumns(key=_field_of(FIELD_KEY), modified=_field_of(FIELD_MODIFIED)),
+        fingerprint=fingerprint_of(data),
+        created=s3_created(parsed.raw, manifest),
         parsed=parsed,
     )
 

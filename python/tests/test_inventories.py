@@ -262,3 +262,41 @@ def test_a_run_without_a_work_dir_leaves_no_scratch_directory_behind(tmp_path: P
     assert scratch.name.startswith("lakewarden-inventory-")
     assert not scratch.exists()
     assert shard.read_text() == "name\nobject\n"  # the link went, not what it pointed at
+
+
+def test_a_located_report_reads_its_manifest_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """Its kind, its checks, its fingerprint (the report's identity across runs) and when it was
+    taken all come from one read of the manifest: on a remote store one GET, and no later read
+    can see a manifest replaced meanwhile. An optimized run once read it four times."""
+    import hashlib
+
+    from lakewarden import inventory
+    from lakewarden.inventories import common, inventory_created
+    from test_inventory import NS as S3_NS
+    from test_inventory import write_inventory
+
+    reads: list[str] = []
+
+    def counted(read: Any) -> Any:
+        def wrapper(location: str, *args: Any, **kwargs: Any) -> bytes:
+            if kwargs.get("what") == "manifest":
+                reads.append(location)
+            return read(location, *args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(common, "read_location", counted(common.read_location))
+    monkeypatch.setattr(inventory, "_read_bytes", counted(inventory._read_bytes))
+    gcs_dir = tmp_path / "gcs"
+    gcs_dir.mkdir()
+    s3_dir = tmp_path / "s3"
+    for manifest, namespace in (
+        (write_inventory(s3_dir, "Parquet"), S3_NS),
+        (_azure(tmp_path, "csv", _azure_rows()), AZ_NS),
+        (_gcs(gcs_dir, "parquet", _gcs_rows()), GS_NS),
+    ):
+        reads.clear()
+        located = inventory.locate_report(str(manifest), namespace)
+        assert reads == [str(manifest)], located.kind
+        assert located.fingerprint == hashlib.sha256(manifest.read_bytes()).hexdigest()
+        assert located.created is not None and located.created == inventory_created(str(manifest))

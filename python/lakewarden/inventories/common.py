@@ -110,11 +110,13 @@ def read_location(location: str, options: "StoreOptions | None", *, what: str) -
         raise BadInput(f"cannot read the {what} ({exc})", source=location) from None
 
 
-def manifest_fingerprint(location: str, options: "StoreOptions | None") -> str:
+def fingerprint_of(manifest_bytes: bytes) -> str:
     """SHA-256 of an inventory report's manifest: the report's identity. A manifest names its
     data files (with their checksums, for S3) and when the report was taken, so two reports with
-    the same manifest bytes observed storage at the same moment."""
-    return hashlib.sha256(read_location(location, options, what="manifest")).hexdigest()
+    the same manifest bytes observed storage at the same moment. A located report
+    (:class:`~lakewarden.inventory.LocatedReport`) carries the fingerprint of the very bytes it
+    was validated from."""
+    return hashlib.sha256(manifest_bytes).hexdigest()
 
 
 def download_location(location: str, target: str, options: "StoreOptions | None", *, what: str, manifest: str) -> None:
@@ -137,7 +139,12 @@ def sibling(location: str, name: str) -> str:
 
 
 def load_json(location: str, options: "StoreOptions | None") -> dict[str, Any]:
-    data = read_location(location, options, what="manifest")
+    """The manifest at ``location`` read and parsed (:func:`manifest_object`)."""
+    return manifest_object(read_location(location, options, what="manifest"), location)
+
+
+def manifest_object(data: bytes, location: str) -> dict[str, Any]:
+    """A manifest's bytes as the JSON object a manifest is; bad input naming ``location`` else."""
     try:
         raw = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -172,7 +179,11 @@ def inventory_created(manifest: str, options: "StoreOptions | None" = None) -> d
     """When the report at ``manifest`` was taken (S3 ``creationTimestamp``, Azure
     ``inventoryCompletionTime``, GCS ``snapshot_time``); ``None`` when it does not say.
     Jobs measure ``--min-age`` from it: objects younger than that at report time are kept."""
-    raw = load_json(manifest, options)
+    return created_in(load_json(manifest, options), manifest)
+
+
+def created_in(raw: Mapping[str, Any], manifest: str) -> datetime | None:
+    """:func:`inventory_created` of a manifest already parsed (``raw``, read from ``manifest``)."""
     kind = inventory_kind(raw)
     if kind == "s3":
         return s3_created(raw, manifest)
@@ -315,14 +326,17 @@ def locate_cloud_inventory(
     work_dir: str | os.PathLike[str] | None = None,
     now: datetime | None = None,
     min_age: timedelta | None = None,
+    manifest_bytes: bytes | None = None,
 ) -> "LocatedReport":
     """An Azure Blob Inventory or GCS inventory report validated and its data files on local
     disk (no Spark): the manifest (format, fields, coverage of the namespace, age when
-    ``min_age`` is given); any problem is :class:`BadInput` naming the file and field."""
+    ``min_age`` is given); any problem is :class:`BadInput` naming the file and field.
+    ``manifest_bytes``: the manifest as read already (else it is read here)."""
     from lakewarden.inventories.cut import ReportColumns
     from lakewarden.inventory import LocatedReport
 
-    raw = load_json(manifest, store_options)
+    data = manifest_bytes if manifest_bytes is not None else read_location(manifest, store_options, what="manifest")
+    raw = manifest_object(data, manifest)
     kind = inventory_kind(raw)
     if kind == "azure":
         from lakewarden.inventories.azure import parse_manifest
@@ -341,5 +355,7 @@ def locate_cloud_inventory(
         paths=tuple(paths),
         uri_root=inventory.uri_root,
         columns=ReportColumns(key=_named(inventory.name_field), modified=_named(inventory.modified_field)),
+        fingerprint=fingerprint_of(data),
+        created=created_in(raw, manifest),
         parsed=inventory,
     )

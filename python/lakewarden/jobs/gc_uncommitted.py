@@ -234,14 +234,6 @@ def output_base(context: JobContext) -> Path:
     return context.output_dir("gc", "uncommitted")
 
 
-def _parse_manifest_time(manifest: str, options: "StoreOptions") -> datetime | None:
-    """When the inventory report was taken (S3 ``creationTimestamp``, Azure
-    ``inventoryCompletionTime``, GCS ``snapshot_time``): storage was observed then."""
-    from lakewarden.inventories import inventory_created
-
-    return inventory_created(manifest, options)
-
-
 def read_storage(
     context: JobContext, manifest: str | None, options: "StoreOptions", min_age: timedelta,
     considered: "Considered | None" = None, report: "LocatedReport | None" = None,
@@ -258,20 +250,20 @@ def read_storage(
     for objects younger than ``--min-age``: every one of them must be kept).
 
     ``considered``: an optimized run's cut (:class:`lakewarden.inventory.Considered`).
-    ``report``: the report at ``manifest`` located (validated, its files fetched) already,
-    while the JVM booted (:func:`prepare_storage`).
+    ``report``: the report at ``manifest`` located (validated, its files fetched) already
+    (:func:`locate_storage_report`). Storage was observed when the report was taken (S3
+    ``creationTimestamp``, Azure ``inventoryCompletionTime``, GCS ``snapshot_time``), or now
+    when its manifest does not say.
     """
-    from lakewarden.inventory import locate_report, prepare_storage_inventory, report_rows
+    from lakewarden.inventory import prepare_storage_inventory, report_rows
 
     namespace = context.snapshot.repository.storage_namespace
     observed_at = datetime.now(timezone.utc)
     if manifest:
         if report is None:
-            report = locate_report(
-                manifest, namespace, s3_options=options.s3_client_options(), store_options=options, now=context.now, min_age=min_age
-            )
+            report = locate_storage_report(manifest, namespace, options, now=context.now, min_age=min_age)
         storage = report_rows(context.spark, report, namespace, considered)
-        return storage, _parse_manifest_time(manifest, options) or observed_at
+        return storage, report.created or observed_at
     storage = prepare_storage_inventory(
         context.spark, namespace, None, store_options=options, local_blockstore=context.local_blockstore,
         considered=considered,
@@ -356,6 +348,18 @@ class StorageStart:
     cut: "CutFiles | None" = None
 
 
+def locate_storage_report(
+    manifest: str, storage_namespace: str, options: "StoreOptions", *, now: datetime, min_age: timedelta
+) -> "LocatedReport":
+    """The inventory report at ``manifest`` validated and located (:func:`lakewarden.inventory.locate_report`):
+    its manifest read once, for its checks, its fingerprint and when it was taken."""
+    from lakewarden.inventory import locate_report
+
+    return locate_report(
+        manifest, storage_namespace, s3_options=options.s3_client_options(), store_options=options, now=now, min_age=min_age
+    )
+
+
 def prepare_storage(
     starting: "StartingJob", *, manifest: str | None, min_age: timedelta, clean: bool, store_options: "StoreOptions"
 ) -> StorageStart:
@@ -364,17 +368,14 @@ def prepare_storage(
     data files fetched) and, when the run will continue a previous run from a report other than
     that run's, cut to what it considers (1M report rows: 0.5-1.2 s that no longer compete with
     the models for the cores and the interpreter). A listing is made later, on Spark."""
-    from lakewarden.inventories.common import manifest_fingerprint
-    from lakewarden.inventory import cut_report, locate_report
+    from lakewarden.inventory import cut_report
 
     if not manifest:
         return StorageStart()
     namespace = starting.storage_namespace
-    report = locate_report(
-        manifest, namespace, s3_options=store_options.s3_client_options(), store_options=store_options, now=starting.now, min_age=min_age
-    )
+    report = locate_storage_report(manifest, namespace, store_options, now=starting.now, min_age=min_age)
     previous = None if clean else find_previous_run(starting, namespace_key(namespace))[0]
-    if previous is None or previous.inventory_fingerprint == manifest_fingerprint(manifest, store_options):
+    if previous is None or previous.inventory_fingerprint == report.fingerprint:
         return StorageStart(None, report)  # a clean run, or the same report again: no cut
     cut = cut_report(report, cutoff=previous.storage_cutoff, previous_location=Path(previous.uncommitted_inventory_location))
     return StorageStart(previous.run_id, report, cut)
@@ -501,7 +502,6 @@ def mark_uncommitted(
     :func:`prepare_storage` settled while the JVM booted (None: all of it is done here)."""
     from pyspark.sql import functions as F
 
-    from lakewarden.inventories.common import manifest_fingerprint
     from lakewarden.snapshot import source_ddl
     from lakewarden.stores import StoreOptions
 
@@ -528,18 +528,23 @@ def mark_uncommitted(
     _point_entry_keys(spark, key_runs)
     if previous is not None:
         mode_reason += f"; {keys_reason}"
-    fingerprint = manifest_fingerprint(manifest, options) if manifest else None
+    start = start if isinstance(start, StorageStart) else StorageStart()
+    # the report located (validated, its manifest read once) while the JVM booted, else now:
+    # a bad report exits 2 here, before anything is written
+    located = start.report
+    if manifest and located is None:
+        located = locate_storage_report(manifest, repository.storage_namespace, options, now=context.now, min_age=min_age)
+    fingerprint = located.fingerprint if located is not None else None
     same_report = previous is not None and fingerprint is not None and previous.inventory_fingerprint == fingerprint
     # an optimized run reads only what it considers of a new report (a plan: nothing is read
     # yet); a report read before is checked again (its age against --now) and then replaced by
     # that run's uncommitted inventory, so no cut of it is planned
     cut = previous is not None and not same_report and (manifest or KEEP_CONSIDERED_OF_LISTINGS)
-    start = start if isinstance(start, StorageStart) else StorageStart()
     # the cut made while the JVM booted, if it continued the run this one continues (read again
     # under the lock: another run may have finished in between)
     made = start.cut if previous is not None and start.previous_run_id == previous.run_id else None
     considered = considered_of(spark, previous, made) if cut and previous is not None else None
-    storage, observed_at = read_storage(context, manifest, options, min_age, considered, report=start.report)
+    storage, observed_at = read_storage(context, manifest, options, min_age, considered, report=located)
     if same_report:
         assert previous is not None
         mode_reason += "; the same inventory report: its rows are that run's uncommitted inventory"
