@@ -380,20 +380,27 @@ def compute_figures(
         # the ranges holding each marked object, when the mart says (committed GC's does)
         *(["range_ids"] if "range_ids" in marked.columns else []),
     )
-    # pass 1 over the marked rows: every (kind, name) group at once, trimmed to the largest
+    # pass 1 over the marked rows: every (kind, name) group at once, trimmed to the largest.
+    # The rows are first counted per combination of prefix, age bin and reasons (a handful to a
+    # few thousand: an aggregate the map side collapses), and only those combinations are
+    # exploded into one row per group they count in: exploding every marked row first moved four
+    # rows a row into a string-keyed aggregate (645,100 marked rows: 4.8 task-seconds).
+    combinations = rows.groupBy(
+        top_prefix(F.col("path")).alias("prefix"), age_bin(F.col("modified"), now).alias("age"), F.col("reasons")
+    ).agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
     keys = F.concat(
         F.array(
             F.struct(F.lit("total").alias("kind"), F.lit("").alias("name")),
-            F.struct(F.lit("prefix").alias("kind"), top_prefix(F.col("path")).alias("name")),
-            F.struct(F.lit("age").alias("kind"), age_bin(F.col("modified"), now).cast("string").alias("name")),
+            F.struct(F.lit("prefix").alias("kind"), F.col("prefix").alias("name")),
+            F.struct(F.lit("age").alias("kind"), F.col("age").cast("string").alias("name")),
         ),
         F.transform(F.col("reasons"), lambda reason: F.struct(F.lit("reason").alias("kind"), reason.alias("name"))),
     )
     grouped = (
-        rows.select(F.explode(keys).alias("key"), "size")
+        combinations.select(F.explode(keys).alias("key"), "objects", "bytes")
         .where(F.col("key.name").isNotNull())
         .groupBy(F.col("key.kind").alias("kind"), F.col("key.name").alias("name"))
-        .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
+        .agg(F.sum("objects").alias("objects"), F.sum("bytes").alias("bytes"))
     )
     marked_groups = _collect_trimmed(grouped)
     # pass 2: the largest marked objects, reading only the columns they show (not the holding
