@@ -19,6 +19,7 @@ from lakewarden.errors import BadInput, LakewardenError, error_line
 # Modules that contribute commands, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "lakewarden.jobs.demo",
+    "lakewarden.jobs.warm_up",
     "lakewarden.jobs.lifecycle",
     "lakewarden.jobs.gc_committed",
     "lakewarden.sstable_cli",

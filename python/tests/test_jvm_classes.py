@@ -1,6 +1,6 @@
 """The JVM class-data archive (lakewarden.runtime.jvm_classes): when a JVM writes one, when one is used,
 that a truncated or foreign archive never is, and, end to end, that a process writes it at exit
-and the next process's JVM starts with it and works."""
+and the next process's JVM starts with it and works; ``lakewarden warm-up`` keeps one at install."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lakewarden.runtime import jvm_classes
-from lakewarden.runtime.jvm_classes import archive_key, plan, prune
+from lakewarden.runtime.jvm_classes import archive_key, kept_archive, plan, prune
 
 
 @pytest.fixture
@@ -37,12 +37,13 @@ def test_a_whole_archive_is_used_and_a_truncated_one_is_not(cache: Path) -> None
     cache.mkdir(parents=True, exist_ok=True)
     truncated = cache / f"{key}-1000.jsa"
     truncated.write_bytes(b"x" * 10)  # its name says 1000 bytes: a JVM would crash on it
-    assert plan("4g").use is None
+    assert plan("4g").use is None and kept_archive("4g") is None
     whole = cache / f"{key}-12.jsa"
     whole.write_bytes(b"x" * 12)
     used = plan("4g")
     assert used is not None and used.use == whole and used.write is None
     assert f"-XX:SharedArchiveFile={whole}" in used.options
+    assert kept_archive("4g") == whole
     # another heap setting is another key: that archive is not for it
     assert plan("1g").use is None
 
@@ -63,7 +64,7 @@ def test_key_follows_java_jars_and_heap(tmp_path: Path) -> None:
 
 def test_off_switch(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAKEWARDEN_JVM_CACHE", "off")
-    assert plan("4g") is None
+    assert plan("4g") is None and kept_archive("4g") is None
 
 
 def test_prune_keeps_the_newest_and_drops_abandoned_partials(tmp_path: Path) -> None:
@@ -95,7 +96,10 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_process_keeps_its_archive_and_the_next_one_starts_with_it(tmp_path: Path) -> None:
+def test_warm_up_keeps_the_archive_and_the_next_process_starts_with_it(tmp_path: Path) -> None:
+    """``lakewarden warm-up`` (scripts/setup.sh's last step) runs each job's dry run on a small
+    sample; its JVM keeps the archive as any first process does (stopped, archive written,
+    renamed whole); the next process's JVM starts with it; a second warm-up runs nothing."""
     env = {
         **os.environ,
         "LAKEWARDEN_CACHE_DIR": str(tmp_path / "cache"),
@@ -105,15 +109,17 @@ def test_a_process_keeps_its_archive_and_the_next_one_starts_with_it(tmp_path: P
     env.pop("LAKEWARDEN_JVM_CACHE", None)
     env.pop("LAKEWARDEN_SPARK_CONF", None)
     jvm = tmp_path / "cache" / "jvm"
+    warm_up = [sys.executable, "-m", "lakewarden", "warm-up"]
 
-    first = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=600)
+    first = subprocess.run(warm_up, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-2000:]
-    assert "ARGS -XX:ArchiveClassesAtExit=" in first.stdout
-    assert "JVM class archive kept" in first.stderr
+    assert "JVM class archive kept" in first.stderr and "JVM class archive kept in" in first.stdout
     archives = list(jvm.glob("*.jsa"))
     assert len(archives) == 1 and not list(jvm.glob("*.partial"))
     size = int(archives[0].stem.rsplit("-", 1)[1])
     assert archives[0].stat().st_size == size > 1_000_000
+    assert str(archives[0]) in first.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # its sample and reports are gone
 
     second = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stderr[-2000:]
@@ -121,6 +127,12 @@ def test_a_process_keeps_its_archive_and_the_next_one_starts_with_it(tmp_path: P
     assert "[cds]" not in second.stdout + second.stderr
     assert "keeping the JVM" not in second.stderr  # nothing written again
     assert list(jvm.glob("*.jsa")) == archives
+
+    again = subprocess.run(warm_up, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and f"kept already: {archives[0]}" in again.stdout
+    assert "dry run" not in again.stderr  # no JVM, no job
+    off = subprocess.run(warm_up, env={**env, "LAKEWARDEN_JVM_CACHE": "off"}, capture_output=True, text=True, timeout=120)
+    assert off.returncode == 0 and "nothing to do" in off.stdout
 
 
 def test_jit_follows_the_size_of_the_range_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -115,15 +115,31 @@ def _whole_archive(directory: Path, key: str) -> Path | None:
     return None
 
 
-def plan(heap: str) -> ArchivePlan | None:
-    """This process's plan, or None when the cache is off or cannot work here."""
+def location(heap: str) -> tuple[Path, str] | None:
+    """The cache directory and key of this machine's archive for ``heap``, or None when the
+    cache is off or cannot work here (no java, no Spark jars)."""
     if not enabled():
         return None
     java, jars = java_executable(), spark_jars_dir()
     if java is None or jars is None or not jars.is_dir():
         return None
-    directory = user_cache_dir() / "jvm"
-    key = archive_key(java, jars, heap)
+    return user_cache_dir() / "jvm", archive_key(java, jars, heap)
+
+
+def kept_archive(heap: str) -> Path | None:
+    """The whole archive a JVM of ``heap`` would start with now, if one is kept (no side effects)."""
+    found = location(heap)
+    if found is None or not found[0].is_dir():
+        return None
+    return _whole_archive(*found)
+
+
+def plan(heap: str) -> ArchivePlan | None:
+    """This process's plan, or None when the cache is off or cannot work here."""
+    found = location(heap)
+    if found is None:
+        return None
+    directory, key = found
     try:
         directory.mkdir(parents=True, exist_ok=True)
         existing = _whole_archive(directory, key)
