@@ -42,7 +42,7 @@ marked as (
 
 marked_keys as (
 
-    -- one key a marked object (a semi join needs no distinct keys: two objects sharing one
+    -- one key per marked object (a semi join needs no distinct keys: two objects sharing one
     -- narrow the entries to the same rows)
     select {{ physical_key('marked.physical_address', 'repository.storage_namespace_root') }} as address_key
     from marked

@@ -235,33 +235,26 @@ def output_base(context: JobContext) -> Path:
 
 
 def read_storage(
-    context: JobContext, manifest: str | None, options: "StoreOptions", min_age: timedelta,
-    considered: "Considered | None" = None, report: "LocatedReport | None" = None,
+    context: JobContext, report: "LocatedReport | None", options: "StoreOptions", considered: "Considered | None" = None,
 ) -> tuple["Callable[[], Any]", datetime]:
     """What storage holds under the namespace, as a function giving its rows, and when it was
-    observed: the inventory report at ``manifest`` (S3 Inventory, Azure Blob Inventory or a GCS
-    inventory report, told apart by the manifest; read from a local path or from any store),
-    else a listing of the namespace through its store (:func:`lakewarden.stores.store_for`: S3,
-    Azure, GCS, local disk). A report is validated before this returns and read when its rows
-    are asked for (:func:`write_storage_beside`, beside the models); a listing is listed here.
+    observed: the inventory ``report`` (S3 Inventory, Azure Blob Inventory or a GCS inventory
+    report, located and validated by :func:`locate_storage_report`: its files fetched, its
+    manifest read once), else a listing of the namespace through its store
+    (:func:`lakewarden.stores.store_for`: S3, Azure, GCS, local disk). A report is read when
+    its rows are asked for (:func:`write_storage_beside`, beside the models); a listing is
+    listed here.
 
-    A report (S3, Azure or GCS) that does not cover the namespace, is malformed, or was taken
-    longer ago than ``--min-age`` allows is bad input naming the file and field (it cannot vouch
-    for objects younger than ``--min-age``: every one of them must be kept).
-
-    ``considered``: an optimized run's cut (:class:`lakewarden.inventory.Considered`).
-    ``report``: the report at ``manifest`` located (validated, its files fetched) already
-    (:func:`locate_storage_report`). Storage was observed when the report was taken (S3
-    ``creationTimestamp``, Azure ``inventoryCompletionTime``, GCS ``snapshot_time``), or now
-    when its manifest does not say.
+    ``considered``: an optimized run's cut (:class:`lakewarden.inventory.Considered`). Storage
+    was observed when the report was taken (S3 ``creationTimestamp``, Azure
+    ``inventoryCompletionTime``, GCS ``snapshot_time``), or now when its manifest does not say
+    and for a listing.
     """
     from lakewarden.inventory import prepare_storage_inventory, report_rows
 
     namespace = context.snapshot.repository.storage_namespace
     observed_at = datetime.now(timezone.utc)
-    if manifest:
-        if report is None:
-            report = locate_storage_report(manifest, namespace, options, now=context.now, min_age=min_age)
+    if report is not None:
         storage = report_rows(context.spark, report, namespace, considered)
         return storage, report.created or observed_at
     storage = prepare_storage_inventory(
@@ -544,7 +537,7 @@ def mark_uncommitted(
     # under the lock: another run may have finished in between)
     made = start.cut if previous is not None and start.previous_run_id == previous.run_id else None
     considered = considered_of(spark, previous, made) if cut and previous is not None else None
-    storage, observed_at = read_storage(context, manifest, options, min_age, considered, report=located)
+    storage, observed_at = read_storage(context, located, options, considered)
     if same_report:
         assert previous is not None
         mode_reason += "; the same inventory report: its rows are that run's uncommitted inventory"
