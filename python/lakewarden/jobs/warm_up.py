@@ -29,7 +29,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from lakewarden.runtime import jvm_classes
-from lakewarden.runtime.spark_session import extra_spark_conf, spark_conf
+from lakewarden.runtime.spark_session import archive_heap, spark_conf
 
 #: entries in the warm-up's sample: enough for every query shape, small enough to take seconds
 SAMPLE_ENTRIES = 300
@@ -47,16 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def driver_heap() -> str | None:
-    """The heap a job's embedded driver gets here (the archive is kept per heap), or None when
-    the driver's Java options are the user's own (``LAKEWARDEN_SPARK_CONF``: no archive then)."""
-    if "spark.driver.extraJavaOptions" in extra_spark_conf():
-        return None
-    return spark_conf(Path("unused")).get("spark.driver.memory", "")
-
-
 def run(args: argparse.Namespace) -> int:
-    heap = driver_heap()
+    # the heap a job started now keys its archive by (the warehouse path plays no part in it)
+    heap = archive_heap(spark_conf(Path(tempfile.gettempdir())))
     if heap is None or jvm_classes.location(heap) is None:
         print("lakewarden warm-up: no JVM class archive here (LAKEWARDEN_JVM_CACHE=off, "
               "LAKEWARDEN_SPARK_CONF sets the driver's Java options, or no java or Spark jars found); nothing to do")

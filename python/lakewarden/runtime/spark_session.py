@@ -358,17 +358,27 @@ def get_or_create(
     return session
 
 
+def archive_heap(conf: dict[str, str]) -> str | None:
+    """The heap an embedded driver of ``conf`` (:func:`spark_conf`) keys its JVM class archive
+    by, or None when ``LAKEWARDEN_SPARK_CONF`` sets the driver's Java options itself (no
+    archive then): the one rule for a job's start and for ``lakewarden warm-up``."""
+    if "spark.driver.extraJavaOptions" in extra_spark_conf():
+        return None
+    return conf.get("spark.driver.memory", "")
+
+
 def class_archive(conf: dict[str, str]) -> "ArchivePlan | None":
     """The JVM class-data archive this process's JVM uses or writes (lakewarden.runtime.jvm_classes):
-    none when ``LAKEWARDEN_SPARK_CONF`` sets the driver's Java options itself, or this process
-    already has a JVM (a stopped session's: the new one reuses it as it is)."""
+    none when ``LAKEWARDEN_SPARK_CONF`` sets the driver's Java options itself (:func:`archive_heap`),
+    or this process already has a JVM (a stopped session's: the new one reuses it as it is)."""
     from pyspark import SparkContext
 
     from lakewarden.runtime.jvm_classes import plan
 
-    if "spark.driver.extraJavaOptions" in extra_spark_conf() or SparkContext._gateway is not None:
+    heap = archive_heap(conf)
+    if heap is None or SparkContext._gateway is not None:
         return None
-    return plan(conf.get("spark.driver.memory", ""))
+    return plan(heap)
 
 
 def spark_jobs_started(spark: "SparkSession") -> int | None:
