@@ -254,6 +254,133 @@ def test_full_run_retries_an_address_kept_for_a_reference_that_went_away(spark, 
     assert not (repo.namespace_path / address).exists()
 
 
+# -- reference keys: a run reads, for references, only the ranges that can hold one --------------
+
+
+def kept_reference_keys(state: Path) -> dict[str, tuple[set[int], set[int]]]:
+    """range_id -> (path keys, object keys) as the state table ``range_reference_keys`` keeps them."""
+    from lakewarden.state_tables import state_rows
+
+    import pyarrow.parquet as pq
+
+    kept: dict[str, tuple[set[int], set[int]]] = {}
+    for row in state_rows(state, "range_reference_keys"):
+        paths, objects = kept.setdefault(row["range_id"], (set(), set()))
+        paths.add(row["path_key"])
+        objects.add(row["address_key"])
+    # every range's rows in one file (a file is written whole): a range present has all its keys
+    files_of: dict[str, set[str]] = {}
+    for file in (state / "tables" / "range_reference_keys").rglob("*.parquet"):
+        for range_id in set(pq.read_table(file, columns=["range_id"]).column("range_id").to_pylist()):
+            files_of.setdefault(range_id, set()).add(file.name)
+    assert all(len(files) == 1 for files in files_of.values()), files_of
+    return kept
+
+
+def recomputed_reference_keys(spark, snapshot: Snapshot) -> dict[str, tuple[set[int], set[int]]]:
+    """The same keys from the snapshot's entries, computed here: xxhash64 of each path, and of
+    each object's address relative to the namespace (a FULL address normalised first)."""
+    import re
+
+    from pyspark.sql import functions as F
+
+    from oracles import normalised_uri
+
+    root = normalised_uri(snapshot.namespace)
+    rows = []
+    for range_id, entries in snapshot.ranges.items():
+        for entry in entries:
+            if entry["address_type"].upper() == "FULL":
+                physical = normalised_uri(entry["address"])
+                relative = physical[len(root) + 1:] if physical.startswith(root + "/") else physical
+            else:
+                relative = re.sub("/{2,}", "/", entry["address"].lstrip("/"))
+            rows.append((range_id, entry["key"], relative))
+    frame = spark.createDataFrame(rows, "range_id string, path string, relative string")
+    computed: dict[str, tuple[set[int], set[int]]] = {}
+    for row in frame.select("range_id", F.xxhash64("path").alias("p"), F.xxhash64("relative").alias("o")).collect():
+        paths, objects = computed.setdefault(row["range_id"], (set(), set()))
+        paths.add(row["p"])
+        objects.add(row["o"])
+    return computed
+
+
+def test_a_surviving_reference_in_a_range_no_run_reads_is_found_by_its_kept_keys(spark, tmp_path: Path) -> None:
+    """logs/a's object is also committed as keep/a (no rule covers it; spelled FULL, with a
+    doubled slash) in a later range. When logs/a newly expires, only its own range is read; the
+    later range is not (nothing in it crossed a threshold), yet its kept keys hold the object,
+    so it is searched and the object kept. With the keys gone (a state dir from before them)
+    every range is searched: the same result. The kept keys are those of the entries."""
+    import shutil
+
+    repo = Repo(tmp_path / "repo", genesis=False)
+    address = repo.stage("main", key="logs/a")
+    repo.stage("main", key="logs/b")  # expires with logs/a, referenced nowhere else
+    repo.commit("main")
+    repo.advance(timedelta(days=5))
+    repo.stage("main", address=address, key="keep/a", full=True)
+    repo.commit("main")
+    repo.write_snapshot()
+    snapshot = Snapshot.read(repo.snapshot_dir)
+    policy = {"logs": {"prefix": "logs/", "days": 10}}
+    state = tmp_path / "state"
+
+    # run 1 (day 8): nothing is old enough; every range is keyed for later runs
+    day8 = START + timedelta(days=8)
+    run1 = tmp_path / "run1"
+    assert run_lc(repo.snapshot_dir, state, run1, policy, day8) == 0
+    assert marked(run1) == set() and summary(run1)["range_reference_keys_computed"] == 2
+    assert kept_reference_keys(state) == recomputed_reference_keys(spark, snapshot)
+    without_keys = tmp_path / "state-without-keys"
+    shutil.copytree(state, without_keys)
+    shutil.rmtree(without_keys / "tables" / "range_reference_keys")
+
+    # run 2 (day 12): logs/a and logs/b newly expire in the first range, the only one read
+    day12 = START + timedelta(days=12)
+    expected = lifecycle_marked(snapshot, policy, day12, cutoffs(policy, day8))
+    logs_b = {physical for physical, found in expected.items() if found["paths"] == ["logs/b"]}
+    assert set(expected) == logs_b and len(logs_b) == 1, "the oracle keeps logs/a's object for keep/a"
+    for name, run_state in (("run2", state), ("run2-without-keys", without_keys)):
+        report = tmp_path / name
+        assert run_lc(repo.snapshot_dir, run_state, report, policy, day12, "--dry-run") == 0
+        assert_matches_oracle(report, expected)
+        done = summary(report)
+        assert done["ranges_read"] == 1 and done["addresses_kept_for_duplicates"] == 1
+        assert done["ranges_searched_for_references"] == 2, "keep/a's range is searched, though not read"
+    assert summary(tmp_path / "run2")["range_reference_keys_computed"] == 0
+    assert summary(tmp_path / "run2-without-keys")["range_reference_keys_computed"] == 2
+    assert kept_reference_keys(without_keys) == recomputed_reference_keys(spark, snapshot)
+
+
+def test_a_run_searches_only_the_ranges_whose_keys_hold_a_candidate(spark, tmp_path: Path) -> None:
+    """Ranges that hold neither a newly expired path nor its object are not searched; a new
+    range (no kept keys yet) always is, and is keyed by the run."""
+    repo = Repo(tmp_path / "repo", genesis=False)
+    for number in range(4):  # four ranges of other paths, each kept
+        repo.stage("main", key=f"keep/{number}")
+        repo.commit("main")
+    repo.stage("main", key="logs/a")
+    repo.commit("main")
+    repo.write_snapshot()
+    policy = {"logs": {"prefix": "logs/", "days": 10}}
+    state = tmp_path / "state"
+    assert run_lc(repo.snapshot_dir, state, tmp_path / "run1", policy, START + timedelta(days=5)) == 0
+    repo.advance(timedelta(days=1))
+    repo.stage("main", key="keep/new")
+    repo.commit("main")
+    repo.write_snapshot()
+    day12 = START + timedelta(days=12)
+    report = tmp_path / "run2"
+    assert run_lc(repo.snapshot_dir, state, report, policy, day12, "--dry-run") == 0
+    snapshot = Snapshot.read(repo.snapshot_dir)
+    assert_matches_oracle(report, lifecycle_marked(snapshot, policy, day12, cutoffs(policy, START + timedelta(days=5))))
+    done = summary(report)
+    assert done["num_marked"] == 1
+    # logs/a's range, and the new range (no keys kept yet); not the four others
+    assert done["ranges_searched_for_references"] == 2 and done["range_reference_keys_computed"] == 1
+    assert kept_reference_keys(state) == recomputed_reference_keys(spark, snapshot)
+
+
 # -- properties over random histories ------------------------------------------------------------
 
 PREFIXES = ("events/", "logs/", "raw/")

@@ -27,6 +27,7 @@ def test_the_state_tables_are_the_sources_marked_state_table() -> None:
         "lifecycle_policy_history",
         "gc_uncommitted_runs",
         "range_windows",
+        "range_reference_keys",
         "committed_gc_marks",
     }
 

@@ -4,6 +4,7 @@ and snapshot loading. Everything here validates before anything is written or de
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import re
@@ -11,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping, Sequence, TypeVar
 
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
@@ -299,6 +300,29 @@ class JobContext:
             selection, len(result.executed), len(result.reused), result.statements, result.seconds,
         )
         return result
+
+
+T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def run_beside(work: Callable[[], T], name: str = "lakewarden-beside") -> Iterator["Future[T]"]:
+    """Run ``work`` on a thread while the with-block goes on: a run's steps that need not wait
+    for each other (keeping what it learnt of the ranges, writing its outputs) overlap, as
+    Spark takes the queries of several threads on one session at once; most of a small step's
+    time is the driver's, not the cores'. The block's end waits for ``work`` and raises its
+    error (the block's own error first, when both fail)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    future = pool.submit(work)
+    try:
+        yield future
+    except BaseException:
+        pool.shutdown(wait=True)
+        raise
+    pool.shutdown(wait=True)
+    future.result()
 
 
 def resolve_snapshot(run: "RunOptions", state: Path) -> Path:
