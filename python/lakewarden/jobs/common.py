@@ -270,8 +270,9 @@ class JobContext:
         ``only_upstream_of``: build only those models and what they depend on (the selection is
         compiled whole, so a later build of the rest compiles nothing new). ``as_tables``: views
         this run computes once as tables (:meth:`ModelRunner.build`). ``part``: ``models`` builds
-        the models only and ``tests`` then runs the safety tests (``all``: both), so a job can
-        compute what only its report reads beside them (lakewarden.reports.figures.drawn_beside).
+        the models only and ``tests`` then the rest of the selection with its safety tests
+        (``all``: both), so a job can compute what only its report reads beside them
+        (lakewarden.reports.figures.drawn_beside).
         ``awaiting``: sources the job is still writing, by dbt's unique id
         (:func:`~lakewarden.runtime.compiled_models.source_id`), each with its write's future:
         the models that read one wait for it, the others run meanwhile."""

@@ -292,7 +292,7 @@ def mark_lifecycle(
                 draw, lambda document: save_figures(report.directory, document)
             ):
                 # the other marts, and the safety tests before anything is written
-                context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, **variables)
+                context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="tests", **variables)
                 with run_beside(partial(record_policy, context), "lakewarden-write"), run_beside(write_outputs, "lakewarden-write"):
                     figures = _figures(context)
                     totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
