@@ -52,43 +52,36 @@ say "ruff check python benchmarks"
 say "lint-imports (the import contracts of pyproject.toml)"
 .venv/bin/lint-imports --no-cache pyproject.toml >/dev/null || .venv/bin/lint-imports --no-cache pyproject.toml
 
-# Commands run behind the current step, each its output in a file, printed by `joined` when it
-# is done (the step in front keeps its own output readable). Several at once, each by name.
-declare -A behind_pid=() behind_log=()
-stop_behind() {  # interrupted: what runs behind stops as on Ctrl-C (pytest's fixtures stop what they started)
-    local name
-    for name in "${!behind_pid[@]}"; do kill -INT "${behind_pid[$name]}" 2>/dev/null || true; done
+# A command run behind the current step: its output goes to a file, printed by `joined` when
+# it is done (the step in front keeps its own output readable). One at a time.
+behind() {
+    behind_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
+    "$@" >"$behind_log" 2>&1 &
+    behind_pid=$!
+    # interrupted: the command behind stops as on Ctrl-C (pytest's fixtures stop what they started)
+    trap 'kill -INT "$behind_pid" 2>/dev/null || true' EXIT INT TERM
 }
-trap stop_behind EXIT INT TERM
-behind() {  # behind NAME COMMAND...
-    local name="$1"
-    shift
-    behind_log[$name]="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
-    "$@" >"${behind_log[$name]}" 2>&1 &
-    behind_pid[$name]=$!
-}
-joined() {  # joined NAME TITLE: wait for the command behind, print its output; its exit status
+joined() {  # joined NAME: wait for the command behind, print its output; its exit status
     local status=0
-    wait "${behind_pid[$1]}" || status=$?
-    unset "behind_pid[$1]"
-    say "$2"
-    cat "${behind_log[$1]}"
-    rm -f "${behind_log[$1]}"
+    wait "$behind_pid" || status=$?
+    trap - EXIT INT TERM
+    say "$1"
+    cat "$behind_log"
+    rm -f "$behind_log"
     return "$status"
 }
 
 # mypy (~30 s without its cache) and sqlfluff (~40 s: it renders every model through dbt) each
-# keep one core busy for a minute. They run one after the other behind the pytest steps that
-# are not timing-sensitive (below): those leave a core idle part of the time (a Spark test
-# waits on one thread, a subprocess test on its child), and lint there took that minute off
-# the command, where in front of the tests it was a minute of its own. Their output is printed
-# once the tests are done; the command fails if either fails.
-lint() {
-    local status=0
-    .venv/bin/mypy || status=$?
-    .venv/bin/sqlfluff lint models tests --processes 1 || status=$?
-    return "$status"
-}
+# keep one core busy: side by side they take the longer one's time, not the sum. The command
+# fails if either does.
+say "sqlfluff lint models tests, and behind it mypy (pyproject.toml's [tool.mypy])"
+behind .venv/bin/mypy
+sqlfluff_status=0
+.venv/bin/sqlfluff lint models tests --processes 1 || sqlfluff_status=$?
+mypy_status=0
+joined "mypy's output" || mypy_status=$?
+[ "$mypy_status" -eq 0 ] || exit "$mypy_status"
+[ "$sqlfluff_status" -eq 0 ] || exit "$sqlfluff_status"
 
 # pytest in two steps. First the timing-sensitive tests (marked serial), alone. Then two pytest
 # processes side by side: the tests on the embedded Spark session (marked embedded by
@@ -124,16 +117,12 @@ step() {
 say "pytest: serial tests"
 step .venv/bin/pytest -m "$(selection serial)" "${args[@]}"
 
-say "pytest: the embedded Spark tests; behind them the others, then mypy and sqlfluff lint models tests (their output follows)"
-behind others .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}"
-behind lint lint
+say "pytest: the embedded Spark tests, and behind them the others (their output follows)"
+behind .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}"
 embedded_status=0
 step .venv/bin/pytest -m "$(selection "embedded and not serial")" "${args[@]}" || embedded_status=$?
 others_status=0
-step joined others "pytest: the others" || others_status=$?
-lint_status=0
-joined lint "mypy (pyproject.toml's [tool.mypy]) and sqlfluff lint models tests" || lint_status=$?
-[ "$lint_status" -eq 0 ] || exit "$lint_status"
+step joined "pytest: the others" || others_status=$?
 [ "$others_status" -eq 0 ] || exit "$others_status"
 [ "$embedded_status" -eq 0 ] || exit "$embedded_status"
 if [ "$ran" -eq 0 ]; then
