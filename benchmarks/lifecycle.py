@@ -143,7 +143,7 @@ def _read(summary: dict) -> str:
         return f"{value:,}" if isinstance(value, int) else "?"
 
     return (f"read {n('potential_commits')} of {n('commits')} commits potential, {n('potential_ranges')} of {n('ranges')} "
-            f"ranges potential, {n('ranges_read')} ranges read ({n('ranges_new')} new, {n('ranges_crossed')} crossed), {n('ranges_searched_for_references')} searched for references; "
+            f"ranges potential, {n('ranges_read')} ranges read ({n('ranges_new')} new, {n('ranges_crossed')} crossed); "
             f"{n('num_marked')} marked; report's own elapsed {_elapsed(summary)}")
 
 

@@ -43,11 +43,7 @@ _registered: dict[int, Path] = {}
 #: tables while another thread of the process may do the same; interleaved, one thread's drop
 #: and create met the other's create ("TABLE_OR_VIEW_ALREADY_EXISTS")
 _registering = threading.Lock()
-#: how deep this process holds the state lock (any thread: a run's writes may run beside
-#: each other on threads while its main thread holds the lock), and the guard of that count
-_held_depth = 0
-_held_handle: Any = None
-_holding = threading.Lock()
+_held = threading.local()
 
 
 class StateLocked(LakewardenError):
@@ -232,75 +228,53 @@ def write_parquet_part(directory: Path, arrow_table: Any) -> Path:
     return directory / name
 
 
-def append_frame(spark: "SparkSession", state: Path, table: str, frame: Any, *, whole_by: Sequence[str] = ()) -> None:
-    """Append a DataFrame with the table's columns (selected by name) to a state table.
-
-    ``whole_by``: columns whose every value's rows go into one file. A Parquet file appears
-    whole or not at all (Spark writes it aside and renames it into place), so a reader then
-    finds all the rows of a value or none, whatever a crash leaves of the append: the rows
-    are moved by those columns first, and no file is split by a row limit."""
-    from pyspark.sql import functions as F
-
+def append_frame(spark: "SparkSession", state: Path, table: str, frame: Any) -> None:
+    """Append a DataFrame with the table's columns (selected by name) to a state table."""
     from lakewarden.snapshot import source_columns
 
-    declared = source_columns("lakewarden")[table]
+    columns = [name for name, _ in source_columns("lakewarden")[table]]
     with state_lock(state, f"append to {table}"):
         _register_current(spark, state, table)
-        if whole_by:
-            rows = frame.select(*(F.col(name).cast(kind).alias(name) for name, kind in declared))
-            (
-                rows.repartition(*whole_by)
-                .write.mode("append")
-                .option("maxRecordsPerFile", 0)
-                .parquet(str(table_location(state, table)))
-            )
-        else:
-            frame.select(*(name for name, _ in declared)).write.insertInto(qualified(table))
+        frame.select(*columns).write.insertInto(qualified(table))
         spark.catalog.refreshTable(qualified(table))
 
 
 @contextlib.contextmanager
 def state_lock(state: Path, what: str) -> Iterator[None]:
-    """Hold the state dir's writer lock for ``what``. Re-entrant within this process, from
-    any thread: the lock keeps other processes out (one run writes a state dir at a time),
-    and a run that holds it may write its tables from several threads at once. Whoever lets
-    go last releases it.
+    """Hold the state dir's writer lock for ``what`` (re-entrant within this process).
 
     Raises :class:`StateLocked` naming the holder when another process has it."""
-    global _held_depth, _held_handle
+    depth = getattr(_held, "depth", 0)
+    if depth:
+        _held.depth = depth + 1
+        try:
+            yield
+        finally:
+            _held.depth -= 1
+        return
     path = Path(state) / TABLES_DIR / LOCK_FILE
-    with _holding:  # taken, or refused, under the guard: a thread beside it waits for the outcome
-        if not _held_depth:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(path, "a+", encoding="utf-8")
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.seek(0)
-                holder = handle.read().strip() or "another process"
-                handle.close()
-                raise StateLocked(f"state dir {state} is being written by {holder}; try again when it has finished") from None
-            except BaseException:
-                handle.close()
-                raise
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise StateLocked(f"state dir {state} is being written by {holder}; try again when it has finished") from None
+        handle.seek(0)
+        handle.truncate()
+        since = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv[:4]), "doing": what, "since": since}))
+        handle.flush()
+        _held.depth = 1
+        try:
+            yield
+        finally:
+            _held.depth = 0
             handle.seek(0)
             handle.truncate()
-            since = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            handle.write(json.dumps({"pid": os.getpid(), "command": " ".join(sys.argv[:4]), "doing": what, "since": since}))
             handle.flush()
-            _held_handle = handle
-        _held_depth += 1
-    try:
-        yield
+            fcntl.flock(handle, fcntl.LOCK_UN)
     finally:
-        with _holding:
-            _held_depth -= 1
-            if not _held_depth and _held_handle is not None:
-                handle, _held_handle = _held_handle, None
-                try:
-                    handle.seek(0)
-                    handle.truncate()
-                    handle.flush()
-                    fcntl.flock(handle, fcntl.LOCK_UN)
-                finally:
-                    handle.close()
+        handle.close()

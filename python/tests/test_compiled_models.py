@@ -66,8 +66,7 @@ JOB_SELECTIONS = [
         },
     ),
     (
-        "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows"
-        " +lifecycle_new_range_reference_keys",
+        "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows",
         {"lifecycle_potential_commits": "complete", "lifecycle_full": False},
     ),
 ]

@@ -27,7 +27,6 @@ def test_the_state_tables_are_the_sources_marked_state_table() -> None:
         "lifecycle_policy_history",
         "gc_uncommitted_runs",
         "range_windows",
-        "range_reference_keys",
         "committed_gc_marks",
     }
 
@@ -59,41 +58,6 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path: Path) -> None:
             pass
         with state_lock(tmp_path, "inner again"):
             pass
-
-
-def held_by_another_process(state: Path) -> bool:
-    """Whether a fresh process is refused the state dir's lock (someone holds it)."""
-    probe = (
-        f"import sys; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
-        "from lakewarden.state_tables import StateLocked, state_lock\n"
-        f"try:\n    with state_lock({str(state)!r}, 'probe'):\n        print('free')\n"
-        "except StateLocked:\n    print('held')\n"
-    )
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() == "held"
-
-
-def test_threads_of_the_holding_process_share_the_lock_and_the_last_one_out_releases_it(tmp_path: Path) -> None:
-    """A run writes its tables from several threads while it holds the lock: a thread beside
-    the holder enters at once; the lock keeps other processes out until the last one leaves,
-    whichever that is."""
-    import threading
-
-    entered, leave = threading.Event(), threading.Event()
-
-    def beside() -> None:
-        with state_lock(tmp_path, "a write beside the run"):
-            entered.set()
-            leave.wait(30)
-
-    thread = threading.Thread(target=beside)
-    with state_lock(tmp_path, "the run"):
-        thread.start()
-        assert entered.wait(10), "a thread of the holding process must not be refused"
-        assert held_by_another_process(tmp_path)
-    assert held_by_another_process(tmp_path), "the thread beside still holds it"
-    leave.set()
-    thread.join(10)
-    assert not held_by_another_process(tmp_path)
 
 
 def test_tables_live_under_the_state_dir(tmp_path: Path) -> None:

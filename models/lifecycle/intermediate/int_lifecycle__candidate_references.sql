@@ -1,14 +1,13 @@
--- Every reference the decisions after step 4 need: one row per entry of any range (listed by a
--- commit or not) whose path is the path of a newly expired entry (its (path, address) group is
--- judged over every potential range) or whose object shares a 64-bit key with a newly expired
--- entry's object (every reference to a candidate object decides whether it survives), and one
--- row per staged entry sharing such a key. Only the ranges that can hold such an entry are read
--- (int_lifecycle__searched_ranges: those whose kept reference keys hold a candidate's path or
--- object, and every range without kept keys); their entries are read once and never moved, both
--- small sides going to every task (a broadcast while they fit). A key shared by a collision only
--- adds a reference the later steps compare by full address. With each committed entry: whether a
--- commit lists its range, whether a potential commit does, and the branch contexts of the
--- commits that do (int_lifecycle__range_branches).
+-- Every reference the decisions after step 4 need, found in one pass over the entries: one
+-- row per entry of any range (listed by a commit or not) whose path is the path of a newly
+-- expired entry (its (path, address) group is judged over every potential range) or whose
+-- object shares a 64-bit key with a newly expired entry's object (every reference to a
+-- candidate object decides whether it survives), and one row per staged entry sharing such a
+-- key. Both small sides go to every task (a broadcast while they fit): the entries are read
+-- once and never moved. A key shared by a collision only adds a reference the later steps
+-- compare by full address. With each committed entry: whether a commit lists its range, whether a
+-- potential commit does, and the branch contexts of the commits that do
+-- (int_lifecycle__range_branches).
 
 with
 
@@ -72,8 +71,6 @@ located_entries as (
             as physical_address
     from ranges
     cross join repository
-    -- a list the Parquet reader can skip the other ranges' files and row groups by
-    where ranges.range_id in ({{ range_list("select range_id from " ~ ref('int_lifecycle__searched_ranges')) }})
 
 ),
 

@@ -7,10 +7,7 @@
 -- object a newly expired entry holds), compared here by full address.
 -- Judging every occurrence, not "any occurrence in a non-potential commit", is stricter than
 -- the design only in deleting what the design would keep for no reason; it keeps everything
--- the design keeps for a reason. A view: lifecycle_marked_addresses computes it within its own
--- query, and lifecycle_run_figures only counts it.
-
-{{ config(materialized='view') }}
+-- the design keeps for a reason.
 
 with
 

@@ -1,7 +1,6 @@
 -- One row per lifecycle run: what the run looked at (commits and ranges, how many were
 -- potential, how many of those were read: new, or with an age window that crossed a rule's
--- threshold since the last deleting run), how many ranges it searched for references to its
--- candidates, how many paths newly expired, how many addresses were kept for a surviving
+-- threshold since the last deleting run), how many paths newly expired, how many addresses were kept for a surviving
 -- reference, and the run it continued from. The runner's summary and console line read it.
 
 with
@@ -39,12 +38,6 @@ addresses_to_remove as (
 deduplications as (
 
     select * from {{ ref('int_lifecycle__deduplications') }}
-
-),
-
-searched_ranges as (
-
-    select * from {{ ref('int_lifecycle__searched_ranges') }}
 
 ),
 
@@ -94,7 +87,6 @@ final as (
         read_figures.ranges_new,
         read_figures.ranges_crossed,
         read_figures.ranges_read,
-        (select count(*) from searched_ranges) as ranges_searched_for_references,
         (select count(*) from addresses_to_remove) as paths_newly_expired,
         (select count(*) from deduplications) as addresses_kept_for_duplicates,
         previous_run.last_deleting_run_id

@@ -4,7 +4,6 @@ and snapshot loading. Everything here validates before anything is written or de
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import re
@@ -12,7 +11,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
@@ -270,9 +269,8 @@ class JobContext:
         ``only_upstream_of``: build only those models and what they depend on (the selection is
         compiled whole, so a later build of the rest compiles nothing new). ``as_tables``: views
         this run computes once as tables (:meth:`ModelRunner.build`). ``part``: ``models`` builds
-        the models only and ``tests`` then the rest of the selection with its safety tests
-        (``all``: both), so a job can compute what only its report reads beside them
-        (lakewarden.reports.figures.drawn_beside).
+        the models only and ``tests`` then runs the safety tests (``all``: both), so a job can
+        compute what only its report reads beside them (lakewarden.reports.figures.drawn_beside).
         ``awaiting``: sources the job is still writing, by dbt's unique id
         (:func:`~lakewarden.runtime.compiled_models.source_id`), each with its write's future:
         the models that read one wait for it, the others run meanwhile."""
@@ -301,29 +299,6 @@ class JobContext:
             selection, len(result.executed), len(result.reused), result.statements, result.seconds,
         )
         return result
-
-
-T = TypeVar("T")
-
-
-@contextlib.contextmanager
-def run_beside(work: Callable[[], T], name: str = "lakewarden-beside") -> Iterator["Future[T]"]:
-    """Run ``work`` on a thread while the with-block goes on: a run's steps that need not wait
-    for each other (keeping what it learnt of the ranges, writing its outputs) overlap, as
-    Spark takes the queries of several threads on one session at once; most of a small step's
-    time is the driver's, not the cores'. The block's end waits for ``work`` and raises its
-    error (the block's own error first, when both fail)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-    future = pool.submit(work)
-    try:
-        yield future
-    except BaseException:
-        pool.shutdown(wait=True)
-        raise
-    pool.shutdown(wait=True)
-    future.result()
 
 
 def resolve_snapshot(run: "RunOptions", state: Path) -> Path:

@@ -16,7 +16,6 @@ import csv
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,6 @@ from lakewarden.jobs.common import (
     add_job_options,
     namespace_key,
     rfc3339,
-    run_beside,
     run_options_from_args,
 )
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
@@ -46,13 +44,7 @@ log = logging.getLogger(__name__)
 JOB = "lifecycle"
 #: built first: everything up to the decision which ranges this run reads
 READ_DECISION = ("int_lifecycle__read_ranges", "new_range_windows")
-#: built next: the marks, the run's figures beside them, and the new ranges' reference keys
-#: (kept while the rest is built)
-MARKS = ("lifecycle_marked_addresses", "lifecycle_run_figures", "lifecycle_new_range_reference_keys")
-MARK_MODELS = (
-    "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows"
-    " +lifecycle_new_range_reference_keys"
-)
+MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows"
 RULES_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_policy_rules"
 EVENTS = "lifecycle_run_events"  # state tables (lakewarden.state_tables), kept across runs
 POLICY_HISTORY = "lifecycle_policy_history"
@@ -259,58 +251,46 @@ def mark_lifecycle(
         reads_ranges = reads_any_range(context)
         if not reads_ranges:
             log.info("lifecycle: this run reads no range (nothing new, no age crossed a rule's threshold): no scan planned")
+        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="models", **variables)
+        marked = context.table("lifecycle_marked_addresses")
+        # kept: the objects of the ranges this run read (none in a run that reads no range)
+        read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
+
         def draw() -> dict[str, Any] | None:
             return figures_document(
                 context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
                 kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
             )
 
-        def write_outputs() -> None:
+        base = output_base(context)
+        run_date = context.now.astimezone(timezone.utc).date().isoformat()
+        # the figures are computed beside the safety tests and the writes, and saved only once
+        # the tests passed and the outputs are written
+        with drawn_beside(draw, lambda document: save_figures(report.directory, document)):
+            context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="tests", **variables)
+            record_policy(context)
+            figures = _figures(context)
+            figures["range_windows_computed"] = context.keep_range_windows()
+            totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
+            num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
+            report.write_addresses(
+                marked.select(
+                    "address",
+                    "address_type",
+                    "physical_address",
+                    "size_bytes",
+                    "last_modified_at",
+                    F.array_join("paths", ";").alias("paths"),
+                    F.array_join("matched_rules", ";").alias("matched_rules"),
+                    "path_count",
+                )
+            )
             (
                 marked.select("run_id", "address", "physical_address", "paths", "matched_rules", F.lit(run_date).alias("date"))
                 .write.mode("append")
                 .partitionBy("date")
                 .parquet(str(base / "addresses"))
             )
-
-        base = output_base(context)
-        run_date = context.now.astimezone(timezone.utc).date().isoformat()
-        # What needs no other step's result runs beside the rest, as soon as it can: the
-        # windows learnt by the read decision are kept while the marks are computed; the new
-        # ranges' reference keys are kept, and the figures drawn, once the marks are (saved
-        # only once the safety tests passed and the outputs are written); the policy history,
-        # the outputs and the addresses.csv are written at once, after the safety tests.
-        with run_beside(context.keep_range_windows, "lakewarden-keep") as windows_kept:
-            context.build_models(
-                MARK_MODELS, only_upstream_of=MARKS, lifecycle_reads_ranges=reads_ranges, part="models", **variables
-            )
-            marked = context.table("lifecycle_marked_addresses")
-            # kept: the objects of the ranges this run read (none in a run that reads no range)
-            read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
-            keep_keys = partial(keep_reference_keys, context)
-            with run_beside(keep_keys, "lakewarden-keep") as keys_kept, drawn_beside(
-                draw, lambda document: save_figures(report.directory, document)
-            ):
-                # the other marts, and the safety tests before anything is written
-                context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="tests", **variables)
-                with run_beside(partial(record_policy, context), "lakewarden-write"), run_beside(write_outputs, "lakewarden-write"):
-                    figures = _figures(context)
-                    totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
-                    num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
-                    report.write_addresses(
-                        marked.select(
-                            "address",
-                            "address_type",
-                            "physical_address",
-                            "size_bytes",
-                            "last_modified_at",
-                            F.array_join("paths", ";").alias("paths"),
-                            F.array_join("matched_rules", ";").alias("matched_rules"),
-                            "path_count",
-                        )
-                    )
-        figures["range_windows_computed"] = windows_kept.result()
-        figures["range_reference_keys_computed"] = keys_kept.result()
         ledger.record("marked", num_marked=num_marked)
         report.update(num_marked=num_marked, bytes_marked=bytes_marked, stats=str(stats_path(context, base)), **figures)
         report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
@@ -323,20 +303,6 @@ def mark_lifecycle(
         except Exception:  # noqa: BLE001 - the original error is the one to report
             log.exception("could not record the failed run in the ledger")
         raise
-
-
-def keep_reference_keys(context: JobContext) -> int:
-    """Append the reference keys of the ranges this run keyed (``lifecycle_new_range_reference_keys``,
-    a view computed here, once) to the state table ``range_reference_keys``, each range's rows
-    in one file, so a later run finds all of a range's keys or none. Returns how many ranges
-    were keyed (none in a run that reads no range)."""
-    from lakewarden.state_tables import append_frame
-
-    ranges = context.table("int_lifecycle__ranges_without_keys").count()
-    if ranges:
-        keys = context.table("lifecycle_new_range_reference_keys")
-        append_frame(context.spark, context.state, "range_reference_keys", keys, whole_by=("range_id",))
-    return ranges
 
 
 def reads_any_range(context: JobContext) -> bool:
@@ -359,7 +325,6 @@ def _figures(context: JobContext) -> dict[str, Any]:
         "ranges_new": int(figures.get("ranges_new") or 0),
         "ranges_crossed": int(figures.get("ranges_crossed") or 0),
         "ranges_read": int(figures.get("ranges_read") or 0),
-        "ranges_searched_for_references": int(figures.get("ranges_searched_for_references") or 0),
         "paths_newly_expired": int(figures.get("paths_newly_expired") or 0),
         "addresses_kept_for_duplicates": int(figures.get("addresses_kept_for_duplicates") or 0),
         "last_deleting_run_id": figures.get("last_deleting_run_id"),
@@ -418,8 +383,7 @@ def describe_result(result: LifecycleResult) -> list[str]:
         f"lifecycle {mode} {summary['run_id']} at {summary['now']} ({summary['potential_mode']} mode, {since}): "
         f"{figures['potential_commits']} of {figures['commits']} commits potential, "
         f"{figures['potential_ranges']} of {figures['ranges']} ranges potential, {figures['ranges_read']} read "
-        f"({figures['ranges_new']} new, {figures['ranges_crossed']} crossed a rule's threshold), "
-        f"{figures['ranges_searched_for_references']} searched for references; "
+        f"({figures['ranges_new']} new, {figures['ranges_crossed']} crossed a rule's threshold); "
         f"{figures['paths_newly_expired']} paths newly expired, {figures['addresses_kept_for_duplicates']} addresses "
         f"kept for a surviving reference; {result.num_marked} addresses marked ({result.bytes_marked} bytes)"
     ]
