@@ -76,11 +76,11 @@ fi
 
 # The embedded JVM's class archive, once per machine and Spark/Java version (a few seconds'
 # faster start for every job after): kept now, at install, rather than at the end of the
-# user's first command (the demo took 57 s with it to keep, 27 s without). Already kept: no-op.
-# Its dry runs import what every command imports (lakewarden, dbt, pyspark), and they keep
-# the compiled bytecode in the venv even where PYTHONDONTWRITEBYTECODE is set (some shells and
-# CI images set it; it stops writing, not reading): each later command then imports in 1.7 s
-# instead of compiling again for 3.3-3.6 s (2 cores).
+# user's first command (the demo took 57 s with it to keep, 27 s without). Already kept: no job.
+# It also keeps the compiled bytecode of what every command imports (lakewarden, dbt,
+# pyspark), even where PYTHONDONTWRITEBYTECODE is set (some shells and CI images set it; it
+# stops writing, not reading): each later command then imports in 1.7 s instead of compiling
+# again for 3.3-3.6 s (2 cores).
 if [ "$warm_up" = 1 ]; then
-    env -u PYTHONDONTWRITEBYTECODE .venv/bin/lakewarden warm-up
+    .venv/bin/lakewarden warm-up
 fi

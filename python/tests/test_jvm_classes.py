@@ -135,6 +135,28 @@ def test_warm_up_keeps_the_archive_and_the_next_process_starts_with_it(tmp_path:
     assert off.returncode == 0 and "nothing to do" in off.stdout
 
 
+def test_warm_up_keeps_the_bytecode_commands_import_even_where_writing_it_is_off(tmp_path: Path) -> None:
+    """PYTHONDONTWRITEBYTECODE stops Python writing bytecode, not reading it: warm-up writes what
+    every command imports (lakewarden's modules, dbt's CLI, pyspark's SQL functions) even with it
+    set, and when it runs no job (here the cache is off), so no later command compiles them again."""
+    prefix = tmp_path / "pycache"
+    env = {
+        **os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix),
+        "LAKEWARDEN_JVM_CACHE": "off", "LAKEWARDEN_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    result = subprocess.run([sys.executable, "-m", "lakewarden", "warm-up"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "nothing to do" in result.stdout, result.stderr[-2000:]
+    kept = {path.relative_to(prefix).as_posix() for path in prefix.rglob("*.pyc")}
+
+    def kept_for(module_file: str) -> bool:
+        return any(name.endswith(module_file) for name in kept)
+
+    # the CLI's own modules (imported before warm-up ran), what it imports, dbt's and pyspark's
+    for module in ("lakewarden/cli", "lakewarden/jobs/warm_up", "lakewarden/api", "dbt/cli/main", "dbt/adapters/spark/impl",
+                   "pyspark/sql/functions/builtin"):
+        assert kept_for(f"{module}.{sys.implementation.cache_tag}.pyc"), module
+
+
 def test_jit_follows_the_size_of_the_range_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lakewarden.errors import BadInput
     from lakewarden.runtime.spark_session import FULL_JIT_FROM_BYTES, JIT_OPTIONS, jit_mode, ranges_bytes, spark_conf
