@@ -102,3 +102,19 @@ def test_records_larger_than_a_page_sort_aggregate_and_join(spark):
     finally:
         suit_session_to_size(spark, None)
     assert [tuple(row) for row in rows] == [(0, 3 * 1024 * 1024, 2, 2), (1, 3 * 1024 * 1024, 2, 3)]
+
+
+def test_the_dbt_hook_sets_the_runners_small_form() -> None:
+    """`dbt build` from a shell takes the small form by the same settings as the runner (the
+    on-run-start hook macros/suit_session_to_size.sql holds its own list: the two agree), and
+    the hook runs after the one that declares the snapshot's tables it counts."""
+    import re
+
+    from lakewarden.runtime.project import project_dir
+
+    macro = (project_dir() / "macros" / "suit_session_to_size.sql").read_text(encoding="utf-8")
+    hooked = dict(re.findall(r"'(spark\.[\w.]+)': '([^']*)'", macro))
+    assert hooked == {key: small for key, (small, _) in spark_session._SMALL_FORM_SETTINGS.items()}  # noqa: SLF001 - the list itself
+    project = (project_dir() / "dbt_project.yml").read_text(encoding="utf-8")
+    hooks = project[project.index("on-run-start:"):]
+    assert hooks.index("create_snapshot_tables_if_missing()") < hooks.index("suit_session_to_size()")

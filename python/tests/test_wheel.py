@@ -63,17 +63,21 @@ for command in (["build"], ["run", "--select", "lifecycle+"]):
     print("RESULT " + json.dumps({"command": command, "success": outcome.success, "statuses": statuses}), flush=True)
     if not outcome.success:
         sys.exit(1)
-# A state table a metastore kept from an earlier version (range_windows before age_windows), with
-# a row: the next command declares it again with every column, and its files read as before.
 from pyspark.sql import SparkSession
 spark = SparkSession.builder.getOrCreate()  # dbt's own session (the profile's method: session)
+FORM = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions", "spark.sql.codegen.wholeStage")
+print("FORM " + json.dumps({"small": [spark.conf.get(key) for key in FORM]}), flush=True)
+# A state table a metastore kept from an earlier version (range_windows before age_windows), with
+# a row: the next command declares it again with every column, and its files read as before.
 location = spark.sql("describe formatted lakewarden_snapshot.range_windows").where("col_name = 'Location'").first()[1]
 spark.sql("drop table lakewarden_snapshot.range_windows")
 spark.sql("create table lakewarden_snapshot.range_windows (storage_namespace string, range_id string, "
           "min_last_modified timestamp, max_last_modified timestamp, entry_count bigint, first_seen_run_id string) "
           f"using parquet location '{location}'")
 spark.sql("insert into lakewarden_snapshot.range_windows values ('s3://b/ns', 'r1', timestamp'2024-01-01', timestamp'2024-01-02', 3, 'run0')")
-outcome = runner.invoke(["run", "--select", "stg_lakewarden__range_windows", *sys.argv[1:]])
+# ... by a command that takes the large form (no snapshot is small with a threshold of 0 rows)
+outcome = runner.invoke(["run", "--select", "stg_lakewarden__range_windows", "--vars", "{small_form_range_rows: 0}", *sys.argv[1:]])
+print("FORM " + json.dumps({"large": [spark.conf.get(key) for key in FORM]}), flush=True)
 rows = [row.asDict() for row in spark.table("lakewarden.stg_lakewarden__range_windows").collect()]
 print("UPGRADED " + json.dumps({"success": outcome.success, "rows": rows}, default=str), flush=True)
 """
@@ -149,8 +153,10 @@ def test_dbt_build_and_lifecycle_run_from_the_checkout_with_the_shipped_profiles
     the whole project through dbt's own materializations: every model (the Python ones
     included), every data test, the singular safety tests and every unit test (the seeds' worked
     examples), all passing. This is the suite's one full ``dbt build``; the jobs' own runs build
-    their selections on real snapshots in every end-to-end test. Then a state table as an
-    earlier version declared it (a column fewer) is declared again by the next command."""
+    their selections on real snapshots in every end-to-end test. On the seeds and an empty
+    snapshot the session takes the small form, as the runner's does for a small snapshot. Then a
+    state table as an earlier version declared it (a column fewer) is declared again by the next
+    command, which takes the large form (the profile's settings back)."""
     env = {**os.environ, "LAKEWARDEN_HOME": str(tmp_path / "state"), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
     common = ["--profiles-dir", "profiles", "--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")]
     result = subprocess.run(
@@ -176,6 +182,12 @@ def test_dbt_build_and_lifecycle_run_from_the_checkout_with_the_shipped_profiles
     upgraded = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("UPGRADED ")).removeprefix("UPGRADED "))
     assert upgraded["success"], result.stdout[-3000:]
     assert [(row["range_id"], row["entry_count"], row["age_windows"]) for row in upgraded["rows"]] == [("r1", 3, None)]
+    # on the seeds and an empty snapshot the commands ran in the small form (the runner's, for a
+    # small snapshot: macros/suit_session_to_size.sql); a command on a large one gets the
+    # profile's settings back
+    forms = {key: value for line in result.stdout.splitlines() if line.startswith("FORM ") for key, value in json.loads(line[5:]).items()}
+    partitions = os.environ.get("LAKEWARDEN_SHUFFLE_PARTITIONS", "8")  # the large form's (the hook's)
+    assert forms == {"small": ["false", "1", "false"], "large": ["true", partitions, "true"]}, forms
     # the shipped profile puts the catalog in a Derby metastore under the state dir, where a later
     # dbt process finds what this one built (both commands share one process here, so that later
     # process itself is not exercised)
