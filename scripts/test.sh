@@ -52,32 +52,22 @@ say "ruff check python benchmarks"
 say "lint-imports (the import contracts of pyproject.toml)"
 .venv/bin/lint-imports --no-cache pyproject.toml >/dev/null || .venv/bin/lint-imports --no-cache pyproject.toml
 
-# Commands run behind the current step: each one's output goes to a file, printed by `joined`
-# when it is done (the step in front keeps its own output readable).
-behind_pids=()
-behind_logs=()
-behind() {  # behind COMMAND...: start it; its number is ${#behind_pids[@]} - 1
-    local log
-    log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
-    "$@" >"$log" 2>&1 &
-    behind_pids+=("$!")
-    behind_logs+=("$log")
-    # interrupted: the commands behind stop as on Ctrl-C (pytest's fixtures stop what they started)
-    trap stop_behind EXIT INT TERM
+# A command run behind the current step: its output goes to a file, printed by `joined` when
+# it is done (the step in front keeps its own output readable). One at a time.
+behind() {
+    behind_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
+    "$@" >"$behind_log" 2>&1 &
+    behind_pid=$!
+    # interrupted: the command behind stops as on Ctrl-C (pytest's fixtures stop what they started)
+    trap 'kill -INT "$behind_pid" 2>/dev/null || true' EXIT INT TERM
 }
-stop_behind() {
-    local pid
-    for pid in "${behind_pids[@]}"; do
-        if [ -n "$pid" ]; then kill -INT "$pid" 2>/dev/null || true; fi
-    done
-}
-joined() {  # joined NUMBER NAME: wait for command NUMBER behind, print its output; its exit status
+joined() {  # joined NAME: wait for the command behind, print its output; its exit status
     local status=0
-    wait "${behind_pids[$1]}" || status=$?
-    behind_pids[$1]=""  # done: nothing to stop
-    say "$2"
-    cat "${behind_logs[$1]}"
-    rm -f "${behind_logs[$1]}"
+    wait "$behind_pid" || status=$?
+    trap - EXIT INT TERM
+    say "$1"
+    cat "$behind_log"
+    rm -f "$behind_log"
     return "$status"
 }
 
@@ -89,18 +79,16 @@ behind .venv/bin/mypy
 sqlfluff_status=0
 .venv/bin/sqlfluff lint models tests --processes 1 || sqlfluff_status=$?
 mypy_status=0
-joined 0 "mypy's output" || mypy_status=$?
+joined "mypy's output" || mypy_status=$?
 [ "$mypy_status" -eq 0 ] || exit "$mypy_status"
 [ "$sqlfluff_status" -eq 0 ] || exit "$sqlfluff_status"
 
-# pytest in two steps. First the timing-sensitive tests (marked serial), alone. Then three
-# pytest processes side by side: the tests on the embedded Spark session (marked embedded by
-# python/tests/conftest.py: one driver JVM, warmed once), the tests that build and install the
-# wheel or start a cluster (marked wheel or cluster: a few long subprocesses), and every other
-# test (the checks service, parsers, the stores' servers, subprocess runs). The two cores are
-# busy nearly throughout, but each process also waits (for a JVM to boot, a server to answer,
-# pip): with two processes 10-20% of the machine sat idle. The other processes' output is
-# printed when all are done; the command fails if any does.
+# pytest in two steps. First the timing-sensitive tests (marked serial), alone. Then two pytest
+# processes side by side: the tests on the embedded Spark session (marked embedded by
+# python/tests/conftest.py: one driver JVM, warmed once) and every other test (the checks
+# service, the wheel and the cluster, parsers, subprocess runs). One process left a core idle
+# about half the time: the Spark tests spend most of theirs on one thread. The second
+# process's output is printed when both are done; the command fails if either does.
 # pytest exits 5 when it selects no test: a selection (extra arguments) may leave a step empty,
 # so 5 fails the command only when no step ran a test.
 user_mark=""
@@ -129,18 +117,13 @@ step() {
 say "pytest: serial tests"
 step .venv/bin/pytest -m "$(selection serial)" "${args[@]}"
 
-say "pytest: the embedded Spark tests, and behind them the wheel and cluster tests and the others (their output follows)"
-behind .venv/bin/pytest -m "$(selection "not serial and not embedded and (wheel or cluster)")" "${args[@]}"
-behind .venv/bin/pytest -m "$(selection "not serial and not embedded and not wheel and not cluster")" "${args[@]}"
+say "pytest: the embedded Spark tests, and behind them the others (their output follows)"
+behind .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}"
 embedded_status=0
 step .venv/bin/pytest -m "$(selection "embedded and not serial")" "${args[@]}" || embedded_status=$?
-wheel_status=0
-step joined 1 "pytest: the wheel and cluster tests" || wheel_status=$?
 others_status=0
-step joined 2 "pytest: the others" || others_status=$?
-trap - EXIT INT TERM
+step joined "pytest: the others" || others_status=$?
 [ "$others_status" -eq 0 ] || exit "$others_status"
-[ "$wheel_status" -eq 0 ] || exit "$wheel_status"
 [ "$embedded_status" -eq 0 ] || exit "$embedded_status"
 if [ "$ran" -eq 0 ]; then
     echo "no test selected" >&2

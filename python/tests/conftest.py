@@ -65,9 +65,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
     Every test of a module that uses the embedded session (the ``spark`` fixture) is marked
     ``embedded``, before ``-m`` selects: scripts/test.sh runs ``-m embedded`` in one process
-    (one driver JVM, warmed once) and the other tests in processes beside it. A module
-    marked ``second_process`` is not: it runs in the process of the other tests, on a session of
-    its own started when its first test needs it, to even out the processes' times."""
+    (one driver JVM, warmed once) and the other tests in a second process beside it. A module
+    marked ``second_process`` is not: it runs in the second process, on a session of its own
+    started when its first test needs it, to even out the two processes' times."""
     items.sort(key=lambda item: any(item.get_closest_marker(name) for name in WHEEL_MARKERS))
     on_session = {getattr(item, "module", None) for item in items if "spark" in getattr(item, "fixturenames", ())}
     for item in items:

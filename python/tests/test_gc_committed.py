@@ -22,10 +22,7 @@ from model_forms import large_repository_forms
 from oracles import Snapshot, committed_gc_active, committed_gc_marked, local_file
 from test_commit_graph import MAIN_AND_FEATURE, MAIN_ONLY
 
-# second_process: with the wheel and cluster tests in a third process, the embedded step was
-# again the command's longest (16:32 against 13:06 for the others); this module's ~1.5 min run
-# in the others' process instead, on its session (conftest.py)
-pytestmark = [pytest.mark.spark, pytest.mark.second_process]
+pytestmark = pytest.mark.spark
 
 RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 14}]}
 
