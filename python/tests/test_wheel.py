@@ -156,7 +156,7 @@ def test_dbt_build_and_lifecycle_run_from_the_checkout_with_the_shipped_profiles
     their selections on real snapshots in every end-to-end test. On the seeds and an empty
     snapshot the session takes the small form, as the runner's does for a small snapshot. Then a
     state table as an earlier version declared it (a column fewer) is declared again by the next
-    command, which takes the large form (the profile's settings back)."""
+    command, which takes the large form (Spark's settings and the usual shuffle partitions back)."""
     env = {**os.environ, "LAKEWARDEN_HOME": str(tmp_path / "state"), "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
     common = ["--profiles-dir", "profiles", "--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path / "logs")]
     result = subprocess.run(
@@ -183,8 +183,8 @@ def test_dbt_build_and_lifecycle_run_from_the_checkout_with_the_shipped_profiles
     assert upgraded["success"], result.stdout[-3000:]
     assert [(row["range_id"], row["entry_count"], row["age_windows"]) for row in upgraded["rows"]] == [("r1", 3, None)]
     # on the seeds and an empty snapshot the commands ran in the small form (the runner's, for a
-    # small snapshot: macros/suit_session_to_size.sql); a command on a large one gets the
-    # profile's settings back
+    # small snapshot: macros/suit_session_to_size.sql); a command on a large one gets Spark's
+    # settings and the usual shuffle partitions back
     forms = {key: value for line in result.stdout.splitlines() if line.startswith("FORM ") for key, value in json.loads(line[5:]).items()}
     partitions = os.environ.get("LAKEWARDEN_SHUFFLE_PARTITIONS", "8")  # the large form's (the hook's)
     assert forms == {"small": ["false", "1", "false"], "large": ["true", partitions, "true"]}, forms
