@@ -8,6 +8,8 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import pytest
+
 from dbt.adapters.base import PythonJobHelper
 from dbt.adapters.spark.connections import SparkConnectionMethod, SparkCredentials
 from dbt.adapters.spark.impl import SparkAdapter
@@ -95,15 +97,61 @@ def test_the_helper_runs_compiled_code_with_spark_bound_to_the_active_session(mo
 
 
 def test_the_shipped_profile_starts_the_jvm_as_lakewardens_own_runs_do() -> None:
-    """profiles/profiles.yml's local target gives its JVM the collector and compiler thresholds of
-    a large lakewarden run (spark_session.GC_OPTIONS, JIT_OPTIONS["full"]): written out there
-    (YAML), held equal here, so a change to one is a change to both."""
+    """profiles/profiles.yml's local target gives its JVM the collector and the compilers of a
+    lakewarden run (spark_session.GC_OPTIONS, JIT_OPTIONS), chosen by LAKEWARDEN_JVM_JIT as the
+    profile renders: quick unless ``full`` (``auto``, unset, any spelling of quick). Written out
+    there (YAML and Jinja), held equal here, so a change to one is a change to both."""
     from pathlib import Path
 
+    import jinja2
     import yaml
 
     from lakewarden.runtime.spark_session import GC_OPTIONS, JIT_OPTIONS
 
     profile = yaml.safe_load((Path(__file__).resolve().parents[2] / "profiles" / "profiles.yml").read_text())
-    parameters = profile["lakewarden"]["outputs"]["local"]["server_side_parameters"]
-    assert parameters["spark.driver.extraJavaOptions"].split() == f"{GC_OPTIONS} {JIT_OPTIONS['full']}".split()
+    template = profile["lakewarden"]["outputs"]["local"]["server_side_parameters"]["spark.driver.extraJavaOptions"]
+
+    def rendered(value: str | None) -> list[str]:
+        def env_var(name: str, default: str | None = None) -> str | None:
+            assert name == "LAKEWARDEN_JVM_JIT"
+            return default if value is None else value
+
+        return jinja2.Environment().from_string(template).render(env_var=env_var).split()
+
+    quick, full = f"{GC_OPTIONS} {JIT_OPTIONS['quick']}".split(), f"{GC_OPTIONS} {JIT_OPTIONS['full']}".split()
+    assert rendered("full") == rendered(" Full ") == full
+    assert rendered(None) == rendered("auto") == rendered("quick") == rendered("QUICK") == quick
+
+
+def test_a_bad_jvm_jit_stops_a_dbt_command_in_its_first_hook() -> None:
+    """The profile cannot refuse a value, so macros/check_jvm_jit.sql does, as the first
+    on-run-start hook (before any table is declared): one line naming the variable, as the
+    runner's exit 2 does; auto, quick and full (any case, spaces around) pass and send nothing."""
+    from pathlib import Path
+
+    import jinja2
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    hooks = yaml.safe_load((root / "dbt_project.yml").read_text())["on-run-start"]
+    assert hooks[0] == "{{ check_jvm_jit() }}"
+
+    class Stopped(Exception):
+        pass
+
+    def raise_compiler_error(message: str) -> None:
+        raise Stopped(message)
+
+    macros = jinja2.Environment(extensions=["jinja2.ext.do"]).from_string((root / "macros" / "check_jvm_jit.sql").read_text())
+
+    def hook(value: str | None) -> str:
+        env = {} if value is None else {"LAKEWARDEN_JVM_JIT": value}
+        module = macros.make_module({
+            "env_var": lambda name, default=None: env.get(name, default),
+            "exceptions": type("Exceptions", (), {"raise_compiler_error": staticmethod(raise_compiler_error)}),
+        })
+        return str(module.check_jvm_jit()).strip()
+
+    assert hook(None) == hook("auto") == hook(" Quick ") == hook("FULL") == ""
+    with pytest.raises(Stopped, match=r"^LAKEWARDEN_JVM_JIT: 'ful' is not one of auto, quick, full$"):
+        hook("ful")
