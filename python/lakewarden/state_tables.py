@@ -229,13 +229,20 @@ def write_parquet_part(directory: Path, arrow_table: Any) -> Path:
 
 
 def append_frame(spark: "SparkSession", state: Path, table: str, frame: Any) -> None:
-    """Append a DataFrame with the table's columns (selected by name) to a state table."""
+    """Append a DataFrame with the table's columns (selected by name) to a state table, as one
+    Parquet file.
+
+    One file, not one a partition: every read of a state table opens each of its files, and these
+    tables gain files with every run (a lifecycle run's policy rows came as two). Measured on a
+    warm session (2 cores): a query over ``lifecycle_run_events`` as 312 files took 0.6-0.8 s,
+    the same rows as one file 0.2 s. The frames appended here are a run's few rows (its policy,
+    the windows of the ranges new to it), already computed: one task writes them."""
     from lakewarden.snapshot import source_columns
 
     columns = [name for name, _ in source_columns("lakewarden")[table]]
     with state_lock(state, f"append to {table}"):
         _register_current(spark, state, table)
-        frame.select(*columns).write.insertInto(qualified(table))
+        frame.select(*columns).coalesce(1).write.insertInto(qualified(table))
         spark.catalog.refreshTable(qualified(table))
 
 

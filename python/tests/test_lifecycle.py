@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from lakewarden.cli import main
 from lakewarden.sample import SampleConfig, SampleRepository, generate
+from lakewarden.state_tables import table_location
 from lifecycle_oracle import lifecycle_marked, surviving_physicals
 from model_forms import large_repository_forms
 from oracles import Snapshot, local_file
@@ -43,6 +44,11 @@ def read_rows(report: Path) -> list[dict[str, str]]:
 
 def marked(report: Path) -> set[str]:
     return {row["physical_address"] for row in read_rows(report)}
+
+
+def state_files(state: Path, table: str) -> set[Path]:
+    """The Parquet files of a state table (lakewarden.state_tables)."""
+    return set(table_location(state, table).glob("*.parquet"))
 
 
 def summary(report: Path) -> dict[str, Any]:
@@ -113,9 +119,14 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     policy = {**POLICY, "orders-feature": {"prefix": "orders/", "branch_days": {feature: 5}}}
     day0 = sample.end + timedelta(hours=1)
 
-    # 1. a dry run: marks, deletes nothing, and does not count as a run that deleted
+    # 1. a dry run: marks, deletes nothing, and does not count as a run that deleted; its policy
+    # rows and the windows of the ranges it read first go to the state tables as one file each
+    # (every later read opens every file of a state table)
+    files_before = {table: state_files(test_state_dir, table) for table in ("lifecycle_policy_history", "range_windows")}
     dry = tmp_path / "dry"
     assert run_lc(sample.snapshot_dir, test_state_dir, dry, policy, day0, "--dry-run") == 0
+    added = {table: len(state_files(test_state_dir, table) - before) for table, before in files_before.items()}
+    assert added["lifecycle_policy_history"] == 1 and added["range_windows"] <= 1, added
     expected = lifecycle_marked(snapshot, policy, day0)
     assert expected, "the sample must give the policy something to delete"
     assert_matches_oracle(dry, expected)
