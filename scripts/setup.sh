@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # --no-warm-up: skip the last step (the JVM class archive); scripts/test.sh passes it, its first
-# Spark process keeps the archive instead
+# job process to end keeps the archive instead
 warm_up=1
 for argument in "$@"; do
     case "$argument" in

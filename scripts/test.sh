@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# --no-warm-up: the suite's first Spark process keeps the JVM class archive, as any first run does
+# --no-warm-up: the suite's first job process to end keeps the JVM class archive, as any first
+# run does (the suite's own long-lived sessions never write one: python/tests/conftest.py)
 bash scripts/setup.sh --no-warm-up
 
 # Compiled bytecode is kept: the suite starts hundreds of Python processes (pytest's, each job's

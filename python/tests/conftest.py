@@ -41,7 +41,10 @@ def spark(test_state_dir: Path):
     # are each a few dozen short queries on small repositories, as a small job's process is.
     # On test_gc_committed.py: 118 CPU seconds against 153 with the optimising compiler, which
     # matters when the other pytest process runs beside this one on 2 cores.
-    session = get_or_create(test_state_dir, app_name="lakewarden-tests", master="local[2]", jit="quick")
+    # It uses the JVM class archive when one is kept, and never writes one: a JVM that writes pays
+    # for it as it runs and stops (spark_session.class_archive), and this one runs for the whole
+    # suite. On a fresh machine the first job process that ends writes it, as a user's first run.
+    session = get_or_create(test_state_dir, app_name="lakewarden-tests", master="local[2]", jit="quick", write_archive=False)
     yield session
     session.stop()
     from lakewarden.runtime.jvm_classes import finish_pending

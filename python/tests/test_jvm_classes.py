@@ -32,6 +32,18 @@ def test_first_process_writes_an_archive_at_exit(cache: Path) -> None:
     assert "-Xlog:cds=off" in first.options  # the JVM's CDS log lines never reach stdout
 
 
+def test_a_long_lived_session_uses_an_archive_and_never_writes_one(cache: Path) -> None:
+    """``write=False`` (the test suite's session): no plan while no archive is kept, so its JVM
+    starts without one and dumps nothing at its exit; once one is kept, it is used."""
+    assert plan("4g", write=False) is None and not list(cache.glob("*.partial"))
+    key = plan("4g").key
+    whole = cache / f"{key}-4.jsa"
+    whole.write_bytes(b"jsa!")
+    kept = plan("4g", write=False)
+    assert kept is not None and kept.use == whole and kept.write is None
+    assert f"-XX:SharedArchiveFile={whole}" in kept.options
+
+
 def test_a_whole_archive_is_used_and_a_truncated_one_is_not(cache: Path) -> None:
     key = plan("4g").key
     cache.mkdir(parents=True, exist_ok=True)

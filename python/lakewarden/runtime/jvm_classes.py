@@ -134,8 +134,9 @@ def kept_archive(heap: str) -> Path | None:
     return _whole_archive(*found)
 
 
-def plan(heap: str) -> ArchivePlan | None:
-    """This process's plan, or None when the cache is off or cannot work here."""
+def plan(heap: str, *, write: bool = True) -> ArchivePlan | None:
+    """This process's plan, or None when the cache is off or cannot work here, or (``write``
+    False) when no whole archive is kept yet."""
     found = location(heap)
     if found is None:
         return None
@@ -148,7 +149,7 @@ def plan(heap: str) -> ArchivePlan | None:
         return None
     if existing is not None:
         return ArchivePlan(options=f"-XX:SharedArchiveFile={existing} {QUIET}", directory=directory, key=key, use=existing)
-    if not os.access(directory, os.W_OK):
+    if not write or not os.access(directory, os.W_OK):
         return None
     prune(directory)
     partial = directory / f"{key}.{os.getpid()}-{secrets.token_hex(3)}.partial"
