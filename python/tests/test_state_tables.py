@@ -172,3 +172,92 @@ def test_a_current_table_wins_over_a_former_one(tmp_path: Path) -> None:
     write_parquet_part(current, arrow_rows(table, []))
     assert stored_location(tmp_path, table) == current
     assert _adopt_former_name(tmp_path, table) is False and old.is_dir()
+
+
+def _policy_row(index: int) -> tuple:
+    from datetime import datetime, timedelta, timezone
+
+    moment = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(days=index)
+    return ("repo", "s3://b/ns", f"r{index % 3}", "logs/", None if index % 2 else "main", index, moment, moment, f"run-{index:03d}")
+
+
+def test_a_run_history_is_merged_into_one_file_with_the_same_rows(tmp_path: Path) -> None:
+    """Sixteen files of a run history become one, read back as the same rows in the same order:
+    files as lakewarden writes them, one as Spark writes them (INT96 times without a zone),
+    and an older one without a column (null, as Spark reads it). Fifteen stay fifteen; a table
+    that grows with the repository (range_windows) is never merged."""
+    from datetime import timezone
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lakewarden.state_tables import (
+        COMPACT_AT_FILES, arrow_rows, compact_run_history, run_history_tables, state_rows, write_parquet_part,
+    )
+
+    table = "lifecycle_policy_history"
+    assert set(run_history_tables()) == {"lifecycle_run_events", "lifecycle_policy_history", "committed_gc_marks", "gc_uncommitted_runs"}
+    directory = table_location(tmp_path, table)
+    # as Spark writes (part-00000-...: sorts first), times as INT96 without a zone
+    spark_like = arrow_rows(table, [_policy_row(0)])
+    naive = spark_like.set_column(6, "date_to_be_deleted", spark_like.column(6).cast(pa.timestamp("us"))).set_column(
+        7, "run_at", spark_like.column(7).cast(pa.timestamp("us")))
+    directory.mkdir(parents=True)
+    pq.write_table(naive, directory / "part-00000-0c1b-c000.snappy.parquet", use_deprecated_int96_timestamps=True)
+    (directory / ".part-00000-0c1b-c000.snappy.parquet.crc").write_bytes(b"crc")  # Spark's checksum beside it
+    # an older file, written before date_to_be_deleted was declared
+    older = arrow_rows(table, [_policy_row(1)]).drop_columns(["date_to_be_deleted"])
+    pq.write_table(older, directory / "part-00001-older.parquet")
+    for index in range(2, COMPACT_AT_FILES - 1):
+        write_parquet_part(directory, arrow_rows(table, [_policy_row(index), _policy_row(index + 100)]))
+    (directory / "_SUCCESS").write_text("")
+    before = state_rows(tmp_path, table)
+    assert len(list(directory.glob("*.parquet"))) == COMPACT_AT_FILES - 1
+    assert compact_run_history(tmp_path, table) is False  # fifteen: left as they are
+    write_parquet_part(directory, arrow_rows(table, [_policy_row(99)]))
+    before = state_rows(tmp_path, table)
+
+    assert compact_run_history(tmp_path, table) is True
+    (merged,) = directory.glob("*.parquet")
+    assert sorted(p.name for p in directory.iterdir()) == ["_SUCCESS", merged.name]  # nothing hidden left, no checksum
+    after = state_rows(tmp_path, table)
+    assert after == before and len(after) == 2 * (COMPACT_AT_FILES - 3) + 3
+    assert after[1]["date_to_be_deleted"] is None and after[0]["run_at"].tzinfo == timezone.utc
+    assert pq.read_schema(merged).equals(arrow_rows(table, []).schema)
+
+    windows = table_location(tmp_path, "range_windows")
+    for _ in range(COMPACT_AT_FILES + 1):
+        windows.mkdir(parents=True, exist_ok=True)
+        (windows / f"part-{_:05d}.parquet").write_bytes(b"")
+    assert compact_run_history(tmp_path, "range_windows") is False
+
+
+def test_a_merge_cut_short_is_finished_by_the_next_one(tmp_path: Path) -> None:
+    """A merge recorded the files it replaces before its rename: cut short after the rename, the
+    next merge (or append) removes the replaced files; cut short before it, the merged file goes
+    and the files stay. Either way every row is there exactly once."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from lakewarden.state_tables import _finish_merges, arrow_rows, state_rows, write_parquet_part
+
+    table = "lifecycle_policy_history"
+    directory = table_location(tmp_path, table)
+    first = write_parquet_part(directory, arrow_rows(table, [_policy_row(1)]))
+    second = write_parquet_part(directory, arrow_rows(table, [_policy_row(2)]))
+    rows = state_rows(tmp_path, table)
+
+    # cut short after the rename: merged visible, the replaced files still there
+    pq.write_table(arrow_rows(table, [_policy_row(1), _policy_row(2)]), directory / "part-z-merged-a.parquet")
+    (directory / ".merge-a.json").write_text(json.dumps({"merged": "part-z-merged-a.parquet", "temporary": ".t-a", "replaces": [first.name, second.name]}))
+    _finish_merges(directory)
+    assert sorted(p.name for p in directory.iterdir()) == ["part-z-merged-a.parquet"]
+    assert state_rows(tmp_path, table) == rows
+
+    # cut short before the rename: the merge's hidden file goes, the files stay
+    pq.write_table(arrow_rows(table, [_policy_row(1), _policy_row(2)]), directory / ".part-y-merged-b.parquet.tmp")
+    (directory / ".merge-b.json").write_text(json.dumps({"merged": "part-y-merged-b.parquet", "temporary": ".part-y-merged-b.parquet.tmp", "replaces": ["part-z-merged-a.parquet"]}))
+    _finish_merges(directory)
+    assert sorted(p.name for p in directory.iterdir()) == ["part-z-merged-a.parquet"]
+    assert state_rows(tmp_path, table) == rows
