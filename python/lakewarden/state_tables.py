@@ -149,7 +149,7 @@ def append_rows(spark: "SparkSession", state: Path, table: str, rows: Sequence[S
     with state_lock(state, f"append to {table}"):
         _register_current(spark, state, table)
         write_parquet_part(table_location(state, table), arrow_rows(table, rows))
-        compact_run_history(state, table)
+        merge_files(state, table)
         spark.catalog.refreshTable(qualified(table))
 
 
@@ -232,18 +232,12 @@ def write_parquet_part(directory: Path, arrow_table: Any) -> Path:
     return directory / name
 
 
-#: a run history table with this many Parquet files is merged into one (:func:`compact_run_history`)
-COMPACT_AT_FILES = 16
+#: a state table with this many Parquet files is merged into one (:func:`merge_files`)
+MERGE_AT_FILES = 16
+#: rows read and written at a time by a merge: its memory, whatever the table's size
+MERGE_BATCH_ROWS = 65_536
 #: the record of a merge under way: which files the merged one replaces (:func:`_finish_merges`)
 MERGE_RECORD = ".merge-{token}.json"
-
-
-def run_history_tables() -> tuple[str, ...]:
-    """The state tables that gain a few rows a run (``meta.run_history`` in models/sources.yml):
-    the ones :func:`compact_run_history` merges."""
-    from lakewarden.snapshot import source_meta
-
-    return tuple(name for name, meta in source_meta("lakewarden").items() if meta.get("state_table") and meta.get("run_history"))
 
 
 def _visible_parquet(directory: Path) -> list[Path]:
@@ -251,18 +245,19 @@ def _visible_parquet(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.parquet") if p.is_file() and not p.name.startswith((".", "_")))
 
 
-def compact_run_history(state: Path, table: str) -> bool:
-    """Merge a run history table's files into one once it has :data:`COMPACT_AT_FILES` (the
-    caller holds the state lock); True when it merged. The rows stay the same.
+def merge_files(state: Path, table: str) -> bool:
+    """Merge a state table's files into one once it has :data:`MERGE_AT_FILES` (the caller holds
+    the state lock); True when it merged. The rows stay the same.
 
     Why: each run appends a file or three to these tables, and every read of a table opens each
     of its files; a year of daily lifecycle runs is a thousand files of ``lifecycle_run_events``.
     Measured on a warm session (2 cores): a query over it as 312 files took 0.6-0.8 s, as one
-    file 0.2 s. Only the run history tables (:func:`run_history_tables`): a few rows a run.
+    file 0.2 s. The run histories gain a few rows a run; ``range_windows`` a row per range new
+    to a run (its staging model keeps one row per range whatever the files hold).
 
     How, so that no row is lost or kept twice, even when the process dies half way: the merged
     file is written under a hidden name with the declared columns (a column an older file lacks
-    reads null, as Spark reads it), file by file (memory: one file at a time); a record names the
+    reads null, as Spark reads it), a batch of rows at a time (memory: one batch); a record names the
     files it replaces; then the merged file takes a visible name, the files it replaces are
     removed, and the record last. The next merge, or append, of this table finishes a record
     left behind (:func:`_finish_merges`). Lifecycle and uncommitted GC read their history under
@@ -270,17 +265,16 @@ def compact_run_history(state: Path, table: str) -> bool:
     to reuse: the newest matching row wins, a row twice changes nothing) may meet rows twice for
     the moment between the rename and the removals. A merge that fails is logged and changes
     nothing: the rows are whole without it."""
-    if table not in run_history_tables():
-        return False
     directory = table_location(Path(state), table)
     if not directory.is_dir():
         return False
     _finish_merges(directory)
     files = _visible_parquet(directory)
-    if len(files) < COMPACT_AT_FILES:
+    if len(files) < MERGE_AT_FILES:
         return False
     import secrets
 
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = arrow_rows(table, []).schema
@@ -292,7 +286,9 @@ def compact_run_history(state: Path, table: str) -> bool:
     try:
         with pq.ParquetWriter(temporary, schema) as writer:
             for file in files:
-                writer.write_table(_conformed(pq.read_table(file), schema))
+                with pq.ParquetFile(file) as source:
+                    for batch in source.iter_batches(batch_size=MERGE_BATCH_ROWS):
+                        writer.write_table(_conformed(pa.Table.from_batches([batch]), schema))
         partial_record.write_text(json.dumps({"merged": merged, "temporary": temporary.name, "replaces": [f.name for f in files]}))
         os.replace(partial_record, record)
         os.replace(temporary, directory / merged)
@@ -349,7 +345,7 @@ def append_frame(spark: "SparkSession", state: Path, table: str, frame: Any) -> 
     with state_lock(state, f"append to {table}"):
         _register_current(spark, state, table)
         frame.select(*columns).coalesce(1).write.insertInto(qualified(table))
-        compact_run_history(state, table)
+        merge_files(state, table)
         spark.catalog.refreshTable(qualified(table))
 
 

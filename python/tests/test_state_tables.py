@@ -181,22 +181,19 @@ def _policy_row(index: int) -> tuple:
     return ("repo", "s3://b/ns", f"r{index % 3}", "logs/", None if index % 2 else "main", index, moment, moment, f"run-{index:03d}")
 
 
-def test_a_run_history_is_merged_into_one_file_with_the_same_rows(tmp_path: Path) -> None:
-    """Sixteen files of a run history become one, read back as the same rows in the same order:
-    files as lakewarden writes them, one as Spark writes them (INT96 times without a zone),
-    and an older one without a column (null, as Spark reads it). Fifteen stay fifteen; a table
-    that grows with the repository (range_windows) is never merged."""
+def test_a_state_table_is_merged_into_one_file_with_the_same_rows(tmp_path: Path) -> None:
+    """Sixteen files of a state table become one, read back as the same rows in the same order:
+    files as lakewarden writes them, one as Spark writes them (INT96 times without a zone, in
+    range_windows' nested windows too), and an older one without a column (null, as Spark reads
+    it). Fifteen stay fifteen."""
     from datetime import timezone
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lakewarden.state_tables import (
-        COMPACT_AT_FILES, arrow_rows, compact_run_history, run_history_tables, state_rows, write_parquet_part,
-    )
+    from lakewarden.state_tables import MERGE_AT_FILES, arrow_rows, merge_files, state_rows, write_parquet_part
 
     table = "lifecycle_policy_history"
-    assert set(run_history_tables()) == {"lifecycle_run_events", "lifecycle_policy_history", "committed_gc_marks", "gc_uncommitted_runs"}
     directory = table_location(tmp_path, table)
     # as Spark writes (part-00000-...: sorts first), times as INT96 without a zone
     spark_like = arrow_rows(table, [_policy_row(0)])
@@ -208,28 +205,73 @@ def test_a_run_history_is_merged_into_one_file_with_the_same_rows(tmp_path: Path
     # an older file, written before date_to_be_deleted was declared
     older = arrow_rows(table, [_policy_row(1)]).drop_columns(["date_to_be_deleted"])
     pq.write_table(older, directory / "part-00001-older.parquet")
-    for index in range(2, COMPACT_AT_FILES - 1):
+    for index in range(2, MERGE_AT_FILES - 1):
         write_parquet_part(directory, arrow_rows(table, [_policy_row(index), _policy_row(index + 100)]))
     (directory / "_SUCCESS").write_text("")
     before = state_rows(tmp_path, table)
-    assert len(list(directory.glob("*.parquet"))) == COMPACT_AT_FILES - 1
-    assert compact_run_history(tmp_path, table) is False  # fifteen: left as they are
+    assert len(list(directory.glob("*.parquet"))) == MERGE_AT_FILES - 1
+    assert merge_files(tmp_path, table) is False  # fifteen: left as they are
     write_parquet_part(directory, arrow_rows(table, [_policy_row(99)]))
     before = state_rows(tmp_path, table)
 
-    assert compact_run_history(tmp_path, table) is True
+    assert merge_files(tmp_path, table) is True
     (merged,) = directory.glob("*.parquet")
     assert sorted(p.name for p in directory.iterdir()) == ["_SUCCESS", merged.name]  # nothing hidden left, no checksum
     after = state_rows(tmp_path, table)
-    assert after == before and len(after) == 2 * (COMPACT_AT_FILES - 3) + 3
+    assert after == before and len(after) == 2 * (MERGE_AT_FILES - 3) + 3
     assert after[1]["date_to_be_deleted"] is None and after[0]["run_at"].tzinfo == timezone.utc
     assert pq.read_schema(merged).equals(arrow_rows(table, []).schema)
 
+    # range_windows: a row per range, windows nested with their times
+    from datetime import datetime, timedelta
+
+    day = datetime(2026, 1, 2, tzinfo=timezone.utc)
     windows = table_location(tmp_path, "range_windows")
-    for _ in range(COMPACT_AT_FILES + 1):
-        windows.mkdir(parents=True, exist_ok=True)
-        (windows / f"part-{_:05d}.parquet").write_bytes(b"")
-    assert compact_run_history(tmp_path, "range_windows") is False
+
+    def window_row(index: int) -> tuple:
+        moment = day + timedelta(days=index)
+        return ("s3://b/ns", f"range-{index:02d}", moment, moment, index, f"run-{index}",
+                [{"segment": "logs/", "min_last_modified": moment, "max_last_modified": moment}])
+
+    spark_like = arrow_rows("range_windows", [window_row(0)])
+    naive = pa.Table.from_arrays(
+        [column.cast(_without_zone(column.type)) for column in spark_like.columns], names=spark_like.column_names
+    )
+    windows.mkdir(parents=True)
+    pq.write_table(naive, windows / "part-00000-1d2e-c000.snappy.parquet", use_deprecated_int96_timestamps=True)
+    for index in range(1, MERGE_AT_FILES):
+        write_parquet_part(windows, arrow_rows("range_windows", [window_row(index)]))
+    before = state_rows(tmp_path, "range_windows")
+    assert merge_files(tmp_path, "range_windows") is True and len(list(windows.glob("*.parquet"))) == 1
+    after = state_rows(tmp_path, "range_windows")
+    assert _instants(after) == _instants(before) and after[0]["age_windows"][0]["min_last_modified"] == day
+
+
+def _instants(value):
+    """``value`` with every time in it (nested too) as a UTC instant: a time read without a zone
+    (Spark's INT96, which holds UTC) and the same time with one compare equal."""
+    from datetime import datetime, timezone
+
+    if isinstance(value, datetime):
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    if isinstance(value, dict):
+        return {key: _instants(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_instants(item) for item in value]
+    return value
+
+
+def _without_zone(kind):
+    """``kind`` with its times (nested ones too) without a zone, as Spark's INT96 reads."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind):
+        return pa.timestamp("us")
+    if pa.types.is_list(kind):
+        return pa.list_(_without_zone(kind.value_type))
+    if pa.types.is_struct(kind):
+        return pa.struct([(field.name, _without_zone(field.type)) for field in kind])
+    return kind
 
 
 def test_a_merge_cut_short_is_finished_by_the_next_one(tmp_path: Path) -> None:
