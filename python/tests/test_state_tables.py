@@ -303,3 +303,11 @@ def test_a_merge_cut_short_is_finished_by_the_next_one(tmp_path: Path) -> None:
     _finish_merges(directory)
     assert sorted(p.name for p in directory.iterdir()) == ["part-z-merged-a.parquet"]
     assert state_rows(tmp_path, table) == rows
+
+    # a record it cannot read (not one it wrote) stops a merge, never an append
+    from lakewarden.state_tables import MERGE_AT_FILES, merge_files
+
+    (directory / ".merge-c.json").write_text("{not json")
+    for index in range(MERGE_AT_FILES):
+        write_parquet_part(directory, arrow_rows(table, [_policy_row(10 + index)]))
+    assert merge_files(tmp_path, table) is False and len(list(directory.glob("*.parquet"))) == MERGE_AT_FILES + 1
