@@ -3,9 +3,9 @@
 -- expired entry (its (path, address) group is judged over every potential range) or whose
 -- object shares a 64-bit key with a newly expired entry's object (every reference to a
 -- candidate object decides whether it survives), and one row per staged entry sharing such a
--- key. Both small sides go to every task (a broadcast while they fit): the entries are read
--- once and never moved. A key shared by a collision only adds a reference the later steps
--- compare by full address. With each committed entry: whether a commit lists its range, whether a
+-- key. Paths and objects are looked up by 64-bit keys, a few thousand as literals in the scan
+-- itself: the entries are read once and never moved. A key shared by a collision only adds a
+-- reference the later steps compare in full. With each committed entry: whether a commit lists its range, whether a
 -- potential commit does, and the branch contexts of the commits that do
 -- (int_lifecycle__range_branches).
 
@@ -41,13 +41,6 @@ newly_expired_entries as (
 
     select * from {{ ref('int_lifecycle__newly_expired_entries') }}
     {{- lifecycle_unless_no_range_read() }}
-
-),
-
-candidate_paths as (
-
-    select distinct path
-    from newly_expired_entries
 
 ),
 
@@ -104,8 +97,21 @@ committed_references as (
     from keyed_entries
     left join range_branches on keyed_entries.range_id = range_branches.range_id
     where
-        keyed_entries.path in (select candidate_paths.path from candidate_paths)
-        or keyed_entries.address_key in (select candidate_keys.address_key from candidate_keys)
+    {%- if not var('lifecycle_reads_ranges', true) %}
+        false -- this run reads no range (var lifecycle_reads_ranges): no list to gather
+    {%- else %}
+        -- as 64-bit keys, which the runner puts in as literals while they are a few thousand
+        -- (macros/range_list.sql): each entry is then tested against two sets of numbers in its
+        -- scan, with no join planned nor side broadcast (1M entries, 1,258 paths and 1,299
+        -- objects: 0.7-0.9 s against 1.4-3.4 s with the subqueries). A path sharing a key with
+        -- a candidate's only adds a row: the later steps compare paths and addresses in full.
+        xxhash64(keyed_entries.path) in ({{ key_list(
+            "select distinct xxhash64(path) from " ~ ref('int_lifecycle__newly_expired_entries')
+        ) }})
+        or keyed_entries.address_key in ({{ key_list(
+            "select distinct address_key from " ~ ref('int_lifecycle__newly_expired_entries')
+        ) }})
+    {%- endif %}
 
 ),
 
