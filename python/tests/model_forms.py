@@ -8,6 +8,10 @@ in tests so both meet the oracles on the suite's small repositories:
 * expressions in Spark's generated code, or interpreted.
 
 The first and the last switch at one size (lakewarden.runtime.spark_session.SMALL_SNAPSHOT_BYTES).
+On a large repository a stretch of a run that reads few rows takes the small form again
+(spark_session.small_form_for: lifecycle's steps after its pass over every entry, in a run that
+read a few ranges); ``few_rows_small=False`` keeps the large form there too, as for a run that
+reads millions of rows.
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from lakewarden.jobs import gc_uncommitted
 
 
 @contextmanager
-def large_repository_forms(on: bool = True) -> Iterator[None]:
+def large_repository_forms(on: bool = True, *, few_rows_small: bool = True) -> Iterator[None]:
     """Within the block, jobs run in the forms of a large repository (``on``) or of a small one."""
     with (
         mock.patch.object(spark_session, "SMALL_SNAPSHOT_BYTES", 0 if on else 1 << 62),
+        mock.patch.object(spark_session, "SMALL_FORM_ROWS", spark_session.SMALL_FORM_ROWS if few_rows_small else -1),
         mock.patch.object(gc_uncommitted, "KEEP_CONSIDERED_OF_LISTINGS", on),
     ):
         yield

@@ -198,6 +198,27 @@ def test_the_small_form_holds_intermediates_in_memory_with_the_same_rows(spark, 
     assert spark.table("runner_test.late_view").first().n == 3
 
 
+def test_holding_holds_the_int_tables_built_in_the_block_and_they_stay_held(spark):
+    """ModelRunner.holding: a large snapshot's runner holds the int_ tables of a stretch that
+    reads few rows (lakewarden.jobs.lifecycle); before and after the block it writes them."""
+    for name in ("int_h_first", "int_h_held", "int_h_after"):
+        if spark.catalog.tableExists(f"runner_test.{name}"):
+            spark.sql(f"drop table runner_test.{name}")
+    runner = ModelRunner(spark)
+    first = _node("int_h_first", "select id as n from range(4)", materialized="table")
+    held = _node("int_h_held", "select n * 2 as n from runner_test.int_h_first", materialized="table", depends_on=[first.unique_id])
+    after = _node("int_h_after", "select n + 1 as n from runner_test.int_h_held", materialized="table", depends_on=[held.unique_id])
+    runner.build([first])
+    with runner.holding(True):
+        runner.build([held])
+    with runner.holding(False):
+        runner.build([after])
+    assert spark.catalog.tableExists("runner_test.int_h_first") and runner.hold_intermediates is False
+    assert not spark.catalog.tableExists("runner_test.int_h_held"), "held in the block: no table"
+    assert runner.relation("runner_test.int_h_held") == "runner_test__int_h_held", "still held after it"
+    assert sorted(r.n for r in spark.table("runner_test.int_h_after").collect()) == [1, 3, 5, 7]
+
+
 @pytest.mark.parametrize("hold", [False, True])
 def test_a_view_named_in_as_tables_is_computed_once_as_a_table_with_the_same_rows(spark, hold):
     """as_tables (an optimized uncommitted GC run's candidates): the view's rows are computed

@@ -118,3 +118,30 @@ def test_the_dbt_hook_sets_the_runners_small_form() -> None:
     project = (project_dir() / "dbt_project.yml").read_text(encoding="utf-8")
     hooks = project[project.index("on-run-start:"):]
     assert hooks.index("create_snapshot_tables_if_missing()") < hooks.index("suit_session_to_size()")
+
+
+def test_a_stretch_of_few_rows_takes_the_small_form_and_gives_the_session_its_own_back(spark):
+    """small_form_for: at most SMALL_FORM_ROWS rows, the small form's settings for the block and
+    the session's own after it, error or not; more rows, or an unknown count, change nothing."""
+    from lakewarden.runtime.spark_session import SMALL_FORM_ROWS, small_form_for
+
+    suit_session_to_size(spark, None)  # the large form: the session's own settings
+    own = {key: spark.conf.get(key) for key in spark_session._SMALL_FORM_SETTINGS}  # noqa: SLF001 - the keys
+    with small_form_for(spark, SMALL_FORM_ROWS) as small:
+        assert small is True
+        assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
+        assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
+        small_rows, small_plan = rows_and_plan(spark)
+    assert {key: spark.conf.get(key) for key in own} == own
+    large_rows, large_plan = rows_and_plan(spark)
+    assert small_rows == large_rows and "*(" not in small_plan and "*(" in large_plan
+
+    for rows in (SMALL_FORM_ROWS + 1, None):
+        with small_form_for(spark, rows) as small:
+            assert small is False
+            assert {key: spark.conf.get(key) for key in own} == own
+
+    with pytest.raises(RuntimeError, match="in the block"):
+        with small_form_for(spark, 0):
+            raise RuntimeError("in the block")
+    assert {key: spark.conf.get(key) for key in own} == own

@@ -9,15 +9,18 @@ from __future__ import annotations
 import csv
 import json
 import logging
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakewarden.cli import main
+from lakewarden.jobs import lifecycle as lifecycle_job
+from lakewarden.runtime.spark_session import small_form_for
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from lakewarden.state_tables import table_location
 from lifecycle_oracle import lifecycle_marked, surviving_physicals
@@ -112,7 +115,8 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> SampleRepository:
 
 @pytest.mark.usefixtures("large_repository_forms")  # the small forms: every other test here
 def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
-    spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     snapshot = Snapshot.read(sample.snapshot_dir)
     feature = sorted(b for b in sample.branches if b != "main")[0]
@@ -146,10 +150,23 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     assert done["success"] is True and done["num_deleted"] == len(expected) and done["num_failed"] == 0
     assert (run1 / "sweep" / "outcomes.csv").is_file()
 
-    # 3. a day later, same policy: only what newly expired, judged from run 1's cutoffs
+    # 3. a day later, same policy: only what newly expired, judged from run 1's cutoffs. It reads
+    # a few ranges: their newly expired entries, and then what the pass over every entry found,
+    # take the small form (spark_session.small_form_for), the pass itself the large one
     day1 = day0 + timedelta(days=1)
     run2 = tmp_path / "run2"
+    forms: list[bool] = []
+
+    @contextmanager
+    def recording(spark_session: Any, rows: int | None) -> Iterator[bool]:
+        with small_form_for(spark_session, rows) as small:
+            forms.append(small)
+            yield small
+
+    monkeypatch.setattr(lifecycle_job, "small_form_for", recording)
     assert run_lc(sample.snapshot_dir, test_state_dir, run2, policy, day1) == 0
+    monkeypatch.undo()
+    assert forms == [True, True, True], "the windows' count, the newly expired entries, the steps after the pass"
     expected2 = lifecycle_marked(snapshot, policy, day1, cutoffs(policy, day0))
     assert_matches_oracle(run2, expected2)
     assert not set(expected2) & set(expected), "nothing deleted by run 1 is marked again"
@@ -322,7 +339,8 @@ def test_property_complete_equals_the_oracle_never_deletes_a_survivor_and_seed_r
     spark, test_state_dir: Path, tmp_path_factory, seed: int, operations: list[str], days_later: int,
     large: bool,
 ) -> None:
-    with large_repository_forms(large):
+    # a large repository's forms everywhere, the steps after the pass over every entry too
+    with large_repository_forms(large, few_rows_small=False):
         root = tmp_path_factory.mktemp("lc-history")
         repo = random_history(root / "repo", seed, operations)
         snapshot = Snapshot.read(repo.snapshot_dir)

@@ -32,9 +32,10 @@ import json
 import logging
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Iterator, Mapping, Sequence
 
 from lakewarden.errors import LakewardenError
 
@@ -479,6 +480,19 @@ class ModelRunner:
             raise ModelFailed(f"nodes never ready: {', '.join(node.name for node in waiting)}")
         # in the compiled order, as one node at a time would report them
         return [warnings[node.unique_id] for node in pending if node.unique_id in warnings]
+
+    @contextmanager
+    def holding(self, hold: bool = True) -> Iterator[None]:
+        """Within the block, hold the ``int_`` tables built (:meth:`_hold`) when ``hold``, as a
+        small snapshot's run does throughout: a stretch of a large snapshot's run whose queries
+        read few rows (lakewarden.runtime.spark_session.small_form_for) saves their Parquet
+        files too. What was held stays held after the block."""
+        before = self.hold_intermediates
+        self.hold_intermediates = before or hold
+        try:
+            yield
+        finally:
+            self.hold_intermediates = before
 
     def relation(self, qualified: str) -> str:
         """Where a model's rows are in this session: its table (``schema.name``), or the

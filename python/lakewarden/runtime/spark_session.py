@@ -19,8 +19,9 @@ import secrets
 import shutil
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -240,6 +241,43 @@ def suit_session_to_size(spark: "SparkSession", size: int | None) -> bool:
             before = _settings_before[key]
             spark.conf.set(key, before if before is not None else default)
     return small
+
+
+#: at most this many rows read by a stretch of a run's queries and they take the small form
+#: (:func:`small_form_for`): about the entries of a small snapshot (:data:`SMALL_SNAPSHOT_BYTES`)
+SMALL_FORM_ROWS = 100_000
+
+
+@contextmanager
+def small_form_for(spark: "SparkSession", rows: int | None) -> Iterator[bool]:
+    """The small form's session settings (:data:`_SMALL_FORM_SETTINGS`) for the queries of the
+    block when together they read at most :data:`SMALL_FORM_ROWS` rows (None: unknown, no
+    change); the settings the session had come back at its end, error or not. Yields whether
+    the block runs in the small form.
+
+    Why: the form fits what the queries read, not the snapshot. An incremental run on a large
+    snapshot reads a few ranges, and after its one pass over every entry its steps see a few
+    thousand rows; in the large form each of their queries pays for compiling its generated
+    code. Measured on 1M entries (2 cores), an incremental lifecycle run compiled 416 classes in
+    6.5 s of Janino, 223 of them (3.5 s) after its decision which ranges to read, against 93
+    (1.1 s) in a run that read none; with its stretches in this form, 45 (0.5 s) and 18 (0.1 s). On a small snapshot the session is in the small form
+    already and this changes nothing. The settings are the session's: the block's queries run
+    one at a time or beside each other, all in the one form."""
+    small = rows is not None and rows <= SMALL_FORM_ROWS
+    if not small:
+        yield False
+        return
+    before = {key: spark.conf.get(key, None) for key in _SMALL_FORM_SETTINGS}
+    for key, (small_value, _) in _SMALL_FORM_SETTINGS.items():
+        spark.conf.set(key, small_value)
+    try:
+        yield True
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def ranges_bytes(snapshot_dir: Path | None) -> int | None:

@@ -32,6 +32,7 @@ from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.jobs.lifecycle.policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.reports.directory import Report, default_report_dir
 from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, figures_document, kept_in_ranges, save_figures
+from lakewarden.runtime.spark_session import small_form_for
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
 from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark
@@ -44,6 +45,10 @@ log = logging.getLogger(__name__)
 JOB = "lifecycle"
 #: built first: everything up to the decision which ranges this run reads
 READ_DECISION = ("int_lifecycle__read_ranges", "new_range_windows")
+#: built next, each in its own form (small_form_for): the newly expired entries of the ranges
+#: read, then the one pass over every entry for their references
+NEWLY_EXPIRED = "int_lifecycle__newly_expired_entries"
+REFERENCES = "int_lifecycle__candidate_references"
 MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows"
 RULES_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_policy_rules"
 EVENTS = "lifecycle_run_events"  # state tables (lakewarden.state_tables), kept across runs
@@ -225,8 +230,6 @@ def mark_lifecycle(
     report_dir: Path | None = None,
 ) -> LifecycleResult:
     """Mark: record the run, run the models, write report and outputs; delete nothing."""
-    from pyspark.sql import functions as F
-
     if potential_mode not in POTENTIAL_MODES:
         raise ValueError(f"potential_mode must be one of {POTENTIAL_MODES}, not {potential_mode!r}")
     repository = context.snapshot.repository
@@ -249,52 +252,19 @@ def mark_lifecycle(
         # one compilation serves both slices of a run that reads ranges (the usual one)
         context.build_models(MARK_MODELS, only_upstream_of=READ_DECISION, lifecycle_reads_ranges=True, **variables)
         reads_ranges = reads_any_range(context)
+        rest_rows: int | None = 0  # a run that reads no range: every step after the decision is empty
         if not reads_ranges:
             log.info("lifecycle: this run reads no range (nothing new, no age crossed a rule's threshold): no scan planned")
-        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="models", **variables)
-        marked = context.table("lifecycle_marked_addresses")
-        # kept: the objects of the ranges this run read (none in a run that reads no range)
-        read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
-
-        def draw() -> dict[str, Any] | None:
-            return figures_document(
-                context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
-                kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
-            )
-
-        base = output_base(context)
-        run_date = context.now.astimezone(timezone.utc).date().isoformat()
-        # the figures are computed beside the safety tests and the writes, and saved only once
-        # the tests passed and the outputs are written
-        with drawn_beside(draw, lambda document: save_figures(report.directory, document)):
-            context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="tests", **variables)
-            record_policy(context)
-            figures = _figures(context)
-            figures["range_windows_computed"] = context.keep_range_windows()
-            totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
-            num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
-            report.write_addresses(
-                marked.select(
-                    "address",
-                    "address_type",
-                    "physical_address",
-                    "size_bytes",
-                    "last_modified_at",
-                    F.array_join("paths", ";").alias("paths"),
-                    F.array_join("matched_rules", ";").alias("matched_rules"),
-                    "path_count",
-                )
-            )
-            (
-                marked.select("run_id", "address", "physical_address", "paths", "matched_rules", F.lit(run_date).alias("date"))
-                .write.mode("append")
-                .partitionBy("date")
-                .parquet(str(base / "addresses"))
-            )
-        ledger.record("marked", num_marked=num_marked)
-        report.update(num_marked=num_marked, bytes_marked=bytes_marked, stats=str(stats_path(context, base)), **figures)
-        report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
-        return LifecycleResult(report, base, figures, num_marked, bytes_marked)
+        else:
+            # each stretch of the run in the form its rows want (small_form_for): the ranges
+            # read, then the one pass over every entry, then what that pass found
+            entries = entries_read(context)
+            with small_form_for(context.spark, entries) as small, context.model_runner().holding(small):
+                context.build_models(MARK_MODELS, only_upstream_of=(NEWLY_EXPIRED,), lifecycle_reads_ranges=True, part="models", **variables)
+            context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
+            rest_rows = rows_after_references(context, entries)
+        with small_form_for(context.spark, rest_rows) as small, context.model_runner().holding(small):
+            return _mark_rest(context, report, ledger, reads_ranges=reads_ranges, **variables)
     except Exception as exc:
         error = error_line(exc)
         report.finish(success=False, status="failed", error=error)
@@ -305,12 +275,93 @@ def mark_lifecycle(
         raise
 
 
+def _mark_rest(
+    context: JobContext, report: Report, ledger: "RunLedger", *, reads_ranges: bool, **variables: Any
+) -> LifecycleResult:
+    """The mark after the pass over every entry: the decisions on what it found, the safety
+    tests, the report's figures and the outputs."""
+    from pyspark.sql import functions as F
+
+    context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="models", **variables)
+    marked = context.table("lifecycle_marked_addresses")
+    # kept: the objects of the ranges this run read (none in a run that reads no range)
+    read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
+
+    def draw() -> dict[str, Any] | None:
+        return figures_document(
+            context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
+            kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
+        )
+
+    base = output_base(context)
+    run_date = context.now.astimezone(timezone.utc).date().isoformat()
+    # the figures are computed beside the safety tests and the writes, and saved only once
+    # the tests passed and the outputs are written
+    with drawn_beside(draw, lambda document: save_figures(report.directory, document)):
+        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="tests", **variables)
+        record_policy(context)
+        figures = _figures(context)
+        figures["range_windows_computed"] = context.keep_range_windows()
+        totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
+        num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
+        report.write_addresses(
+            marked.select(
+                "address",
+                "address_type",
+                "physical_address",
+                "size_bytes",
+                "last_modified_at",
+                F.array_join("paths", ";").alias("paths"),
+                F.array_join("matched_rules", ";").alias("matched_rules"),
+                "path_count",
+            )
+        )
+        (
+            marked.select("run_id", "address", "physical_address", "paths", "matched_rules", F.lit(run_date).alias("date"))
+            .write.mode("append")
+            .partitionBy("date")
+            .parquet(str(base / "addresses"))
+        )
+    ledger.record("marked", num_marked=num_marked)
+    report.update(num_marked=num_marked, bytes_marked=bytes_marked, stats=str(stats_path(context, base)), **figures)
+    report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
+    return LifecycleResult(report, base, figures, num_marked, bytes_marked)
+
+
 def reads_any_range(context: JobContext) -> bool:
     """Whether ``int_lifecycle__read_ranges`` (built) has a range to read. When it has none, no
     path is newly expired, so the steps after it are empty: the runner says so with the var
     ``lifecycle_reads_ranges`` and they plan no scan (macro ``lifecycle_unless_no_range_read``).
     The steps before it are the same nodes either way and are not built twice."""
     return bool(context.table("int_lifecycle__read_ranges").where("is_read").limit(1).count())
+
+
+def entries_read(context: JobContext) -> int | None:
+    """How many entries the ranges this run reads hold (their kept or computed windows' counts;
+    None when a window lacks its count): the rows the newly expired entries are found in."""
+    from pyspark.sql import functions as F
+
+    with small_form_for(context.spark, 0):  # one row per potential range
+        row = (
+            context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
+            .join(context.table("int_graph__range_windows").select("range_id", "entry_count"), "range_id", "left")
+            .agg(F.sum("entry_count").alias("entries"), F.count(F.lit(1)).alias("ranges"), F.count("entry_count").alias("counted"))
+            .first()
+        )
+    if row is None or row["ranges"] != row["counted"]:
+        return None
+    return int(row["entries"] or 0)
+
+
+def rows_after_references(context: JobContext, entries: int | None) -> int | None:
+    """The rows the rest of the mark reads (:func:`_mark_rest`): the references the pass over
+    every entry found, the entries of the ranges read (the report's kept ages) and the
+    metarange rows (the report traces marked objects to their branches through them); None
+    when a count is unknown. ``entries``: :func:`entries_read`'s answer."""
+    metaranges = context.snapshot.row_counts.get("metaranges")
+    if entries is None or metaranges is None:
+        return None
+    return context.table(REFERENCES).count() + entries + int(metaranges)
 
 
 def _figures(context: JobContext) -> dict[str, Any]:
