@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lakewarden.cli import main
+from lakewarden.jobs import common as job_common
 from lakewarden.jobs import lifecycle as lifecycle_job
 from lakewarden.runtime.spark_session import small_form_for
 from lakewarden.sample import SampleConfig, SampleRepository, generate
@@ -152,7 +153,7 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
 
     # 3. a day later, same policy: only what newly expired, judged from run 1's cutoffs. It reads
     # a few ranges: their newly expired entries, and then what the pass over every entry found,
-    # take the small form (spark_session.small_form_for), the pass itself the large one
+    # take the small form (JobContext.form_for), the pass itself the large one
     day1 = day0 + timedelta(days=1)
     run2 = tmp_path / "run2"
     forms: list[bool] = []
@@ -164,6 +165,7 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
             yield small
 
     monkeypatch.setattr(lifecycle_job, "small_form_for", recording)
+    monkeypatch.setattr(job_common, "small_form_for", recording)  # JobContext.form_for's
     assert run_lc(sample.snapshot_dir, test_state_dir, run2, policy, day1) == 0
     monkeypatch.undo()
     assert forms == [True, True, True], "the windows' count, the newly expired entries, the steps after the pass"

@@ -5,9 +5,9 @@
 -- candidate object decides whether it survives), and one row per staged entry sharing such a
 -- key. Paths and objects are looked up by 64-bit keys, a few thousand as literals in the scan
 -- itself: the entries are read once and never moved. A key shared by a collision only adds a
--- reference the later steps compare in full. With each committed entry: whether a commit lists its range, whether a
--- potential commit does, and the branch contexts of the commits that do
--- (int_lifecycle__range_branches).
+-- reference the later steps compare in full. With each committed entry: whether a commit
+-- lists its range, whether a potential commit does, and the branch contexts of the commits
+-- that do (int_lifecycle__range_branches).
 
 with
 

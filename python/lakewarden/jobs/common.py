@@ -8,15 +8,23 @@ import json
 import logging
 import re
 import secrets
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping, Sequence
 
 from lakewarden.blockstore import blockstore_root
 from lakewarden.errors import BadInput
 from lakewarden.lakefs_answer import LakeFSKept, read_lakefs_kept
-from lakewarden.runtime.spark_session import SparkStarter, is_small_snapshot, jit_mode, ranges_bytes, suit_session_to_size
+from lakewarden.runtime.spark_session import (
+    SparkStarter,
+    is_small_snapshot,
+    jit_mode,
+    ranges_bytes,
+    small_form_for,
+    suit_session_to_size,
+)
 from lakewarden.runtime.state_dir import add_state_option, state_dir
 from lakewarden.timestamps import parse_rfc3339, rfc3339
 
@@ -249,6 +257,15 @@ class JobContext:
             small = is_small_snapshot(self.ranges_bytes)
             self.models = ModelRunner(self.spark, range_lists=not small, concurrency=NODES_AT_ONCE, hold_intermediates=small)
         return self.models
+
+    @contextmanager
+    def form_for(self, rows: int | None) -> Iterator[bool]:
+        """A stretch of the run in the form of the rows its queries read: at most
+        :data:`~lakewarden.runtime.spark_session.SMALL_FORM_ROWS`, the small form's session
+        settings (:func:`~lakewarden.runtime.spark_session.small_form_for`) and its intermediate
+        tables held in memory (:meth:`ModelRunner.holding`); yields whether small."""
+        with small_form_for(self.spark, rows) as small, self.model_runner().holding(small):
+            yield small
 
     def build_models(
         self,

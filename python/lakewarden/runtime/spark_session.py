@@ -260,8 +260,9 @@ def small_form_for(spark: "SparkSession", rows: int | None) -> Iterator[bool]:
     thousand rows; in the large form each of their queries pays for compiling its generated
     code. Measured on 1M entries (2 cores), an incremental lifecycle run compiled 416 classes in
     6.5 s of Janino, 223 of them (3.5 s) after its decision which ranges to read, against 93
-    (1.1 s) in a run that read none; with its stretches in this form, 45 (0.5 s) and 18 (0.1 s). On a small snapshot the session is in the small form
-    already and this changes nothing. The settings are the session's: the block's queries run
+    (1.1 s) in a run that read none; with its stretches in this form, 45 (0.5 s) and 18
+    (0.1 s). On a small snapshot the session is in the small form already and this changes
+    nothing. The settings are the session's: the block's queries run
     one at a time or beside each other, all in the one form."""
     small = rows is not None and rows <= SMALL_FORM_ROWS
     if not small:

@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 JOB = "lifecycle"
 #: built first: everything up to the decision which ranges this run reads
 READ_DECISION = ("int_lifecycle__read_ranges", "new_range_windows")
-#: built next, each in its own form (small_form_for): the newly expired entries of the ranges
+#: built next, each in its own form (JobContext.form_for): the newly expired entries of the ranges
 #: read, then the one pass over every entry for their references
 NEWLY_EXPIRED = "int_lifecycle__newly_expired_entries"
 REFERENCES = "int_lifecycle__candidate_references"
@@ -256,14 +256,14 @@ def mark_lifecycle(
         if not reads_ranges:
             log.info("lifecycle: this run reads no range (nothing new, no age crossed a rule's threshold): no scan planned")
         else:
-            # each stretch of the run in the form its rows want (small_form_for): the ranges
+            # each stretch of the run in the form its rows want (JobContext.form_for): the ranges
             # read, then the one pass over every entry, then what that pass found
             entries = entries_read(context)
-            with small_form_for(context.spark, entries) as small, context.model_runner().holding(small):
+            with context.form_for(entries):
                 context.build_models(MARK_MODELS, only_upstream_of=(NEWLY_EXPIRED,), lifecycle_reads_ranges=True, part="models", **variables)
             context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
             rest_rows = rows_after_references(context, entries)
-        with small_form_for(context.spark, rest_rows) as small, context.model_runner().holding(small):
+        with context.form_for(rest_rows):
             return _mark_rest(context, report, ledger, reads_ranges=reads_ranges, **variables)
     except Exception as exc:
         error = error_line(exc)
@@ -341,7 +341,8 @@ def entries_read(context: JobContext) -> int | None:
     None when a window lacks its count): the rows the newly expired entries are found in."""
     from pyspark.sql import functions as F
 
-    with small_form_for(context.spark, 0):  # one row per potential range
+    # one row per range a metarange lists: at most the snapshot's metarange rows
+    with small_form_for(context.spark, context.snapshot.row_counts.get("metaranges")):
         row = (
             context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
             .join(context.table("int_graph__range_windows").select("range_id", "entry_count"), "range_id", "left")
