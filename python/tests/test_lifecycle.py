@@ -23,6 +23,7 @@ from lakewarden.jobs import common as job_common
 from lakewarden.jobs import lifecycle as lifecycle_job
 from lakewarden.runtime.spark_session import small_form_for
 from lakewarden.sample import SampleConfig, SampleRepository, generate
+from lakewarden.snapshot.check import check_snapshot
 from lakewarden.state_tables import table_location
 from lifecycle_oracle import lifecycle_marked, surviving_physicals
 from model_forms import large_repository_forms
@@ -129,7 +130,22 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     # (every later read opens every file of a state table)
     files_before = {table: state_files(test_state_dir, table) for table in ("lifecycle_policy_history", "range_windows")}
     dry = tmp_path / "dry"
+    # each stretch's form with the rows it was chosen by (JobContext.form_for, small_form_for)
+    forms: list[tuple[int | None, bool]] = []
+
+    @contextmanager
+    def recording(spark_session: Any, rows: int | None) -> Iterator[bool]:
+        with small_form_for(spark_session, rows) as small:
+            forms.append((rows, small))
+            yield small
+
+    monkeypatch.setattr(lifecycle_job, "small_form_for", recording)
+    monkeypatch.setattr(job_common, "small_form_for", recording)  # JobContext.form_for's
     assert run_lc(sample.snapshot_dir, test_state_dir, dry, policy, day0, "--dry-run") == 0
+    # the steps up to the read decision compute every range's window in a first run: they go
+    # through the commits, the metarange rows and every entry (forms[0]: the count it is from)
+    counts = check_snapshot(sample.snapshot_dir, cache_dir=tmp_path / "checked").row_counts
+    assert forms[1] == (counts["commits"] + counts["metaranges"] + counts["ranges"], True), forms
     added = {table: len(state_files(test_state_dir, table) - before) for table, before in files_before.items()}
     assert added["lifecycle_policy_history"] == 1 and added["range_windows"] <= 1, added
     expected = lifecycle_marked(snapshot, policy, day0)
@@ -156,19 +172,13 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     # take the small form (JobContext.form_for), the pass itself the large one
     day1 = day0 + timedelta(days=1)
     run2 = tmp_path / "run2"
-    forms: list[bool] = []
-
-    @contextmanager
-    def recording(spark_session: Any, rows: int | None) -> Iterator[bool]:
-        with small_form_for(spark_session, rows) as small:
-            forms.append(small)
-            yield small
-
-    monkeypatch.setattr(lifecycle_job, "small_form_for", recording)
-    monkeypatch.setattr(job_common, "small_form_for", recording)  # JobContext.form_for's
+    forms.clear()
     assert run_lc(sample.snapshot_dir, test_state_dir, run2, policy, day1) == 0
     monkeypatch.undo()
-    assert forms == [True, True, True], "the windows' count, the newly expired entries, the steps after the pass"
+    # the windows kept, the steps up to the decision (every window kept: commits and metarange
+    # rows only), the windows' count, the newly expired entries, the steps after the pass
+    assert [small for _, small in forms] == [True] * 5, forms
+    assert forms[1][0] == counts["commits"] + counts["metaranges"], forms
     expected2 = lifecycle_marked(snapshot, policy, day1, cutoffs(policy, day0))
     assert_matches_oracle(run2, expected2)
     assert not set(expected2) & set(expected), "nothing deleted by run 1 is marked again"

@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 JOB = "lifecycle"
 #: built first: everything up to the decision which ranges this run reads
 READ_DECISION = ("int_lifecycle__read_ranges", "new_range_windows")
+#: what the decision's form is taken from (rows_before_decision): the ranges metaranges list and
+#: the windows earlier runs kept for them
+WINDOWS_KEPT = ("stg_lakefs__metaranges", "stg_lakefs__repository", "stg_lakewarden__range_windows")
 #: built next, each in its own form (JobContext.form_for): the newly expired entries of the ranges
 #: read, then the one pass over every entry for their references
 NEWLY_EXPIRED = "int_lifecycle__newly_expired_entries"
@@ -249,8 +252,11 @@ def mark_lifecycle(
         import_lifecycle_sweeps(context.spark, context.state, EVENTS, ledger.columns)
         ledger.record("running")
         variables: dict[str, Any] = {"lifecycle_potential_commits": potential_mode, "lifecycle_full": full}
-        # one compilation serves both slices of a run that reads ranges (the usual one)
-        context.build_models(MARK_MODELS, only_upstream_of=READ_DECISION, lifecycle_reads_ranges=True, **variables)
+        # one compilation serves every stretch of the run (the staging views first: the
+        # decision's form is taken from the windows kept, rows_before_decision)
+        context.build_models(MARK_MODELS, only_upstream_of=WINDOWS_KEPT, lifecycle_reads_ranges=True, **variables)
+        with context.form_for(rows_before_decision(context)):
+            context.build_models(MARK_MODELS, only_upstream_of=READ_DECISION, lifecycle_reads_ranges=True, **variables)
         reads_ranges = reads_any_range(context)
         rest_rows: int | None = 0  # a run that reads no range: every step after the decision is empty
         if not reads_ranges:
@@ -334,6 +340,45 @@ def reads_any_range(context: JobContext) -> bool:
     ``lifecycle_reads_ranges`` and they plan no scan (macro ``lifecycle_unless_no_range_read``).
     The steps before it are the same nodes either way and are not built twice."""
     return bool(context.table("int_lifecycle__read_ranges").where("is_read").limit(1).count())
+
+
+def rows_before_decision(context: JobContext) -> int | None:
+    """The rows the steps up to the decision which ranges to read go through: the commits, the
+    metarange rows and the entries of the ranges no earlier run kept a window for (their windows
+    are computed now, int_graph__range_windows), estimated as the snapshot's entries times the
+    share of listed ranges without a window; None when a count is unknown.
+
+    Why: a first run (or a full one on a new state dir) computes every range's window, millions
+    of entries on a large repository, and takes the large form; a run after it computes the
+    windows of a few new ranges, and its steps see commits and metarange rows only. Measured on
+    1M entries (13,959 metarange rows), those steps took 7.3-8.3 s in the large form and
+    5.0-6.2 s in the small one, in a no-op run and in an incremental one alike. The estimate only
+    chooses a form: the rows are the same either way."""
+    from pyspark.sql import functions as F
+
+    counts = context.snapshot.row_counts
+    commits, metaranges, entries = (counts.get(table) for table in ("commits", "metaranges", "ranges"))
+    if commits is None or metaranges is None or entries is None:
+        return None
+    repository = context.table("stg_lakefs__repository").select("storage_namespace_root")
+    kept = (
+        context.table("stg_lakewarden__range_windows")
+        .join(repository, F.col("storage_namespace") == F.col("storage_namespace_root"), "left_semi")
+        .select("range_id", F.lit(True).alias("is_kept"))  # one row a range: the staging model groups by it
+    )
+    # one row per range a metarange lists (and the windows kept, one per range seen): at most
+    # the metarange rows beside a table of their size
+    with small_form_for(context.spark, metaranges):
+        row = (
+            context.table("stg_lakefs__metaranges").where(F.col("range_id").isNotNull()).select("range_id").distinct()
+            .join(kept, "range_id", "left")
+            .agg(F.count(F.lit(1)).alias("listed"), F.count("is_kept").alias("kept"))
+            .first()
+        )
+    listed = int(row["listed"]) if row is not None else 0
+    unknown = listed - (int(row["kept"]) if row is not None else 0)
+    new_entries = -(-entries * unknown // listed) if listed else 0  # rounded up
+    return commits + metaranges + new_entries
 
 
 def entries_read(context: JobContext) -> int | None:
