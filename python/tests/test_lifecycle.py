@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from lakewarden.cli import main
 from lakewarden.jobs import common as job_common
 from lakewarden.jobs import lifecycle as lifecycle_job
+from lakewarden.runtime import spark_session
 from lakewarden.runtime.spark_session import small_form_for
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from lakewarden.snapshot.check import check_snapshot
@@ -142,10 +143,10 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     monkeypatch.setattr(lifecycle_job, "small_form_for", recording)
     monkeypatch.setattr(job_common, "small_form_for", recording)  # JobContext.form_for's
     assert run_lc(sample.snapshot_dir, test_state_dir, dry, policy, day0, "--dry-run") == 0
-    # the steps up to the read decision compute every range's window in a first run: they go
-    # through the commits, the metarange rows and every entry (forms[0]: the count it is from)
+    # the steps up to the read decision of a snapshot small as a whole: its rows, no count asked
     counts = check_snapshot(sample.snapshot_dir, cache_dir=tmp_path / "checked").row_counts
-    assert forms[1] == (counts["commits"] + counts["metaranges"] + counts["ranges"], True), forms
+    whole = counts["commits"] + counts["metaranges"] + counts["ranges"]
+    assert forms[0] == (whole, True), forms
     added = {table: len(state_files(test_state_dir, table) - before) for table, before in files_before.items()}
     assert added["lifecycle_policy_history"] == 1 and added["range_windows"] <= 1, added
     expected = lifecycle_marked(snapshot, policy, day0)
@@ -173,6 +174,8 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     day1 = day0 + timedelta(days=1)
     run2 = tmp_path / "run2"
     forms.clear()
+    # one row too many to be small as a whole: the decision's form is taken from the windows kept
+    monkeypatch.setattr(spark_session, "SMALL_FORM_ROWS", whole - 1)
     assert run_lc(sample.snapshot_dir, test_state_dir, run2, policy, day1) == 0
     monkeypatch.undo()
     # the windows kept, the steps up to the decision (every window kept: commits and metarange
