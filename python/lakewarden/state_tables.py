@@ -193,9 +193,7 @@ def state_rows(state: Path, table: str) -> list[dict[str, Any]]:
     if not directory.is_dir():
         return []
     rows: list[dict[str, Any]] = []
-    for file in sorted(directory.rglob("*.parquet")):
-        if any(part.startswith((".", "_")) for part in file.relative_to(directory).parts):
-            continue  # a file being written (write_parquet_part) or Spark's own
+    for file in visible_parquet(directory):
         data = pq.read_table(file)
         present = [name for name in columns if name in data.column_names]
         for record in data.select(present).to_pylist():
@@ -213,8 +211,24 @@ def parquet_rows(directory: Path) -> int:
     """Rows of a Parquet directory from its files' footers (no scan, no Spark job)."""
     import pyarrow.parquet as pq
 
-    files = [p for p in Path(directory).rglob("*.parquet") if not p.name.startswith((".", "_"))]
-    return sum(pq.read_metadata(file).num_rows for file in files)
+    return sum(pq.read_metadata(file).num_rows for file in visible_parquet(Path(directory)))
+
+
+def visible_parquet(directory: Path, *, nested: bool = True) -> list[Path]:
+    """The Parquet files a reader of a table's directory sees, sorted: none hidden (a file being
+    written, :func:`write_parquet_part`, :func:`merge_files`) nor Spark's own (``_SUCCESS``, a
+    ``_temporary`` directory of a write under way), at any depth or (``nested=False``) at the top."""
+    files = directory.rglob("*.parquet") if nested else directory.glob("*.parquet")
+    return sorted(
+        file for file in files
+        if file.is_file() and not any(part.startswith((".", "_")) for part in file.relative_to(directory).parts)
+    )
+
+
+def _part_name(tag: str) -> str:
+    """A part file's name: its time first (the files list in the order they were written), then
+    ``tag``, unique to the writer."""
+    return f"part-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%fZ')}-{tag}.parquet"
 
 
 def write_parquet_part(directory: Path, arrow_table: Any) -> Path:
@@ -225,7 +239,7 @@ def write_parquet_part(directory: Path, arrow_table: Any) -> Path:
     import pyarrow.parquet as pq
 
     directory.mkdir(parents=True, exist_ok=True)
-    name = f"part-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%fZ')}-{uuid.uuid4().hex}.parquet"
+    name = _part_name(uuid.uuid4().hex)
     temporary = directory / f".{name}.tmp"
     pq.write_table(arrow_table, temporary)
     os.replace(temporary, directory / name)
@@ -238,11 +252,6 @@ MERGE_AT_FILES = 16
 MERGE_BATCH_ROWS = 65_536
 #: the record of a merge under way: which files the merged one replaces (:func:`_finish_merges`)
 MERGE_RECORD = ".merge-{token}.json"
-
-
-def _visible_parquet(directory: Path) -> list[Path]:
-    """The Parquet files a reader sees in a table's directory (not hidden, not Spark's own)."""
-    return sorted(p for p in directory.glob("*.parquet") if p.is_file() and not p.name.startswith((".", "_")))
 
 
 def merge_files(state: Path, table: str) -> bool:
@@ -273,7 +282,7 @@ def merge_files(state: Path, table: str) -> bool:
     except (OSError, ValueError, KeyError) as exc:  # a record this code did not write: left alone
         log.warning("state table %s: a merge record could not be finished (%s); no merge now", table, exc)
         return False
-    files = _visible_parquet(directory)
+    files = visible_parquet(directory, nested=False)  # a merge writes its file beside them
     if len(files) < MERGE_AT_FILES:
         return False
     import secrets
@@ -283,7 +292,7 @@ def merge_files(state: Path, table: str) -> bool:
 
     schema = arrow_rows(table, []).schema
     token = secrets.token_hex(6)
-    merged = f"part-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%fZ')}-merged-{token}.parquet"
+    merged = _part_name(f"merged-{token}")
     temporary = directory / f".{merged}.tmp"
     record = directory / MERGE_RECORD.format(token=token)
     partial_record = directory / f".{record.name}.tmp"
