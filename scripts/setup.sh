@@ -29,12 +29,14 @@ if ! command -v java >/dev/null 2>&1; then
     exit 1
 fi
 
-# Azurite, Azure Storage's emulator (npm), for the store tests: under .tools/, pinned. Installed
-# beside pip's install below (npm waits on the network and its files, pip on unpacking and
-# compiling): on a fresh clone the two took 19 s and 43 s one after the other.
-AZURITE_VERSION=3.37.0
+# Azurite, Azure Storage's emulator (npm), for the store tests: under .tools/, every package
+# pinned by scripts/azurite/package-lock.json (npm ci installs exactly that tree, so a new release
+# of one of its 450 dependencies cannot change a run). Installed beside pip's install below (npm
+# waits on the network and its files, pip on unpacking and compiling): on a fresh clone the two
+# took 19 s and 43 s one after the other. The registry is a network service: a failed attempt is
+# tried again twice, 10 s and 30 s later, and npm's own log is printed if the last one fails.
 azurite_pid=""
-if [ ! -x .tools/node_modules/.bin/azurite-blob ] || ! grep -q "\"version\": \"$AZURITE_VERSION\"" .tools/node_modules/azurite/package.json 2>/dev/null; then
+if ! cmp -s scripts/azurite/package-lock.json .tools/installed-lock.json || [ ! -x .tools/node_modules/.bin/azurite-blob ]; then
     if ! command -v npm >/dev/null 2>&1; then
         if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
             echo "installing Node.js and npm (Azurite, the Azure Storage emulator, runs on Node)" >&2
@@ -44,12 +46,28 @@ if [ ! -x .tools/node_modules/.bin/azurite-blob ] || ! grep -q "\"version\": \"$
             exit 1
         fi
     fi
-    echo "installing azurite@$AZURITE_VERSION under .tools/ (beside the Python install)" >&2
+    echo "installing Azurite under .tools/ from scripts/azurite/package-lock.json (beside the Python install)" >&2
     mkdir -p .tools
-    npm install --prefix .tools --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION" >/dev/null &
+    rm -f .tools/installed-lock.json
+    cp scripts/azurite/package.json scripts/azurite/package-lock.json .tools/
+    set -m  # the attempts in a process group of their own: stopped as one, npm included
+    (
+        for pause in 10 30 0; do
+            # installed-lock.json, copied last, marks a finished install for the check above
+            if npm ci --prefix .tools --no-audit --no-fund --loglevel=error >.tools/npm-install.log 2>&1 \
+                && cp scripts/azurite/package-lock.json .tools/installed-lock.json; then
+                exit 0
+            fi
+            [ "$pause" = 0 ] && break
+            echo "npm ci failed (log: .tools/npm-install.log); trying again in $pause s" >&2
+            sleep "$pause"
+        done
+        exit 1
+    ) &
     azurite_pid=$!
+    set +m
     # interrupted or failed below: npm stops too
-    trap 'kill "$azurite_pid" 2>/dev/null || true' EXIT
+    trap 'kill -- "-$azurite_pid" 2>/dev/null || true' EXIT
 fi
 
 if [ ! -x .venv/bin/python ]; then
@@ -68,7 +86,8 @@ echo "installing lakewarden and its pinned dependencies (first run: a few minute
 if [ -n "$azurite_pid" ]; then
     if ! wait "$azurite_pid"; then
         trap - EXIT
-        echo "installing azurite@$AZURITE_VERSION under .tools/ failed (npm's errors above)" >&2
+        tail -n 40 .tools/npm-install.log >&2 || true
+        echo "installing Azurite under .tools/ failed three times (npm's last log above: .tools/npm-install.log)" >&2
         exit 1
     fi
     trap - EXIT
