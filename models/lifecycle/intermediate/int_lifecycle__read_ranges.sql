@@ -62,6 +62,7 @@ potential_ranges as (
         coalesce(range_windows.is_new, true) as is_new,
         range_windows.min_last_modified_at,
         range_windows.max_last_modified_at,
+        range_windows.entry_count,
         range_windows.age_windows
     from range_branches
     left join range_windows on range_branches.range_id = range_windows.range_id
@@ -121,6 +122,7 @@ final as (
         potential_ranges.branch_contexts,
         potential_ranges.min_last_modified_at,
         potential_ranges.max_last_modified_at,
+        potential_ranges.entry_count,
         potential_ranges.is_new,
         crossed_ranges.range_id is not null as is_crossed,
         potential_ranges.is_new or crossed_ranges.range_id is not null as is_read
