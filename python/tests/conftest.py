@@ -70,11 +70,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     ``embedded``, before ``-m`` selects: scripts/test.sh runs ``-m embedded`` in one process
     (one driver JVM, warmed once) and the other tests in a second process beside it. A module
     marked ``second_process`` is not: it runs in the second process, on a session of its own
-    started when its first test needs it, to even out the two processes' times."""
+    started when its first test needs it; a module marked ``first_process`` (off the session)
+    is marked ``embedded`` too and runs in the first: both even out the two processes' times."""
     items.sort(key=lambda item: any(item.get_closest_marker(name) for name in WHEEL_MARKERS))
     on_session = {getattr(item, "module", None) for item in items if "spark" in getattr(item, "fixturenames", ())}
     for item in items:
-        if getattr(item, "module", None) in on_session and not item.get_closest_marker("second_process"):
+        if item.get_closest_marker("first_process") or (
+            getattr(item, "module", None) in on_session and not item.get_closest_marker("second_process")
+        ):
             item.add_marker(pytest.mark.embedded)
     return (yield)
 
