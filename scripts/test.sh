@@ -84,14 +84,14 @@ joined "mypy's output" || mypy_status=$?
 [ "$mypy_status" -eq 0 ] || exit "$mypy_status"
 [ "$sqlfluff_status" -eq 0 ] || exit "$sqlfluff_status"
 
-# pytest in two steps. First the timing-sensitive tests (marked serial), alone. Then two pytest
-# processes side by side: the tests on the embedded Spark session (marked embedded by
-# python/tests/conftest.py: one driver JVM, warmed once) and every other test (the checks
-# service, the wheel and the cluster, parsers, subprocess runs). One process left a core idle
-# about half the time: the Spark tests spend most of theirs on one thread. The second
-# process's output is printed when both are done; the command fails if either does.
-# pytest exits 5 when it selects no test: a selection (extra arguments) may leave a step empty,
-# so 5 fails the command only when no step ran a test.
+# pytest in two processes side by side: the tests on the embedded Spark session (marked
+# embedded by python/tests/conftest.py: one driver JVM, warmed once) and every other test (the
+# checks service, the wheel and the cluster, parsers, subprocess runs). One process left a core
+# idle about half the time: the Spark tests spend most of theirs on one thread. The
+# timing-sensitive tests (marked serial) run first in the first process, alone: the second
+# starts once they are done (the first creates the file $LAKEWARDEN_SERIAL_DONE names then), so
+# they no longer pay a pytest process of their own (its start and collection: ~9 s).
+# The first process's output is printed when both are done; the command fails if either does.
 user_mark=""
 args=()
 while [ "$#" -gt 0 ]; do
@@ -115,17 +115,20 @@ step() {
     esac
 }
 
-say "pytest: serial tests"
-step .venv/bin/pytest -m "$(selection serial)" "${args[@]}"
-
-say "pytest: the embedded Spark tests, and behind them the others (their output follows)"
-behind .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}"
-embedded_status=0
-step .venv/bin/pytest -m "$(selection "embedded and not serial")" "${args[@]}" || embedded_status=$?
+say "pytest: the serial tests alone, then the embedded Spark tests beside the others (the first's output follows)"
+serial_done="$(mktemp -u "${TMPDIR:-/tmp}/lakewarden-serial-done.XXXXXX")"
+export LAKEWARDEN_SERIAL_DONE="$serial_done"
+behind .venv/bin/pytest -m "$(selection "serial or embedded")" "${args[@]}"
+unset LAKEWARDEN_SERIAL_DONE
+# the others start once the serial tests are done, or the first process has ended
+while [ ! -e "$serial_done" ] && kill -0 "$behind_pid" 2>/dev/null; do sleep 0.2; done
+rm -f "$serial_done"
 others_status=0
-step joined "pytest: the others" || others_status=$?
+step .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" || others_status=$?
+first_status=0
+step joined "pytest: the serial and embedded tests" || first_status=$?
+[ "$first_status" -eq 0 ] || exit "$first_status"
 [ "$others_status" -eq 0 ] || exit "$others_status"
-[ "$embedded_status" -eq 0 ] || exit "$embedded_status"
 if [ "$ran" -eq 0 ]; then
     echo "no test selected" >&2
     exit 5

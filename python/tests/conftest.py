@@ -61,10 +61,24 @@ def sstable_fixtures() -> Path:
 WHEEL_MARKERS = ("wheel", "cluster")
 
 
+#: scripts/test.sh's first pytest process runs the serial tests first, alone, then the embedded
+#: ones: it creates this file once the serial tests are done, and the second process starts then
+SERIAL_DONE = "LAKEWARDEN_SERIAL_DONE"
+_last_serial: list[str] = []
+
+
+def _serial_done() -> None:
+    """Say the serial tests are done (scripts/test.sh starts its second pytest process then)."""
+    path = os.environ.get(SERIAL_DONE)
+    if path and not Path(path).exists():
+        Path(path).touch()
+
+
 @pytest.hookimpl(wrapper=True)  # around pytest's own hook, which deselects by -m
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
-    """The tests that build and install the wheel run last (in their files' order): the
-    suite's quick failures come first.
+    """The serial tests run first (alone: scripts/test.sh starts its second process once they
+    are done, :data:`SERIAL_DONE`); the tests that build and install the wheel run last (in
+    their files' order): the suite's quick failures come first.
 
     Every test of a module that uses the embedded session (the ``spark`` fixture) is marked
     ``embedded``, before ``-m`` selects: scripts/test.sh runs ``-m embedded`` in one process
@@ -72,14 +86,28 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     marked ``second_process`` is not: it runs in the second process, on a session of its own
     started when its first test needs it; a module marked ``first_process`` (off the session)
     is marked ``embedded`` too and runs in the first: both even out the two processes' times."""
-    items.sort(key=lambda item: any(item.get_closest_marker(name) for name in WHEEL_MARKERS))
+    items.sort(key=lambda item: (not item.get_closest_marker("serial"), any(item.get_closest_marker(name) for name in WHEEL_MARKERS)))
     on_session = {getattr(item, "module", None) for item in items if "spark" in getattr(item, "fixturenames", ())}
     for item in items:
         if item.get_closest_marker("first_process") or (
             getattr(item, "module", None) in on_session and not item.get_closest_marker("second_process")
         ):
             item.add_marker(pytest.mark.embedded)
-    return (yield)
+    result = yield  # the selection is made: what is left of the serial tests runs first
+    serial = [item.nodeid for item in items if item.get_closest_marker("serial")]
+    _last_serial[:] = serial[-1:]
+    if not serial:
+        _serial_done()
+    return result
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    if _last_serial and nodeid == _last_serial[0]:
+        _serial_done()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _serial_done()  # stopped before the last serial test (-x, an interrupt): nothing waits for it
 
 
 @pytest.fixture
