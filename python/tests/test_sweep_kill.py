@@ -24,6 +24,11 @@ import sweep_holding
 from test_sweep import read_outcomes_csv, write_report
 from test_sweep_support import S3_ENV, list_keys, moto_endpoint, new_bucket, put_keys, wait_held
 
+# first_process: the second pytest process of scripts/test.sh was still the longer by about a
+# minute (833 s against 768 s); these sweeps (~20-30 s, on the moto server the first process
+# starts for test_sweep_s3 anyway) run in the first (conftest.py)
+pytestmark = pytest.mark.first_process
+
 BATCH = 50
 N_OBJECTS = 400
 #: how long a test waits for a sweep to reach its hold point before failing (not a timing assertion)
