@@ -92,6 +92,8 @@ joined "mypy's output" || mypy_status=$?
 # starts once they are done (the first creates the file $LAKEWARDEN_SERIAL_DONE names then), so
 # they no longer pay a pytest process of their own (its start and collection: ~9 s).
 # The first process's output is printed when both are done; the command fails if either does.
+# pytest exits 5 when it selects no test: a selection (extra arguments) may leave a process
+# empty, so 5 fails the command only when neither ran a test.
 user_mark=""
 args=()
 while [ "$#" -gt 0 ]; do
