@@ -239,3 +239,61 @@ def test_more_branch_sets_than_bits_in_a_long(spark, tmp_path: Path) -> None:
     assert figures.by_branch.groups == {"b07": Group(1, 1), "b42": Group(1, 1)}
     kept = [(g.objects, g.bytes) for g in figures.ages_kept]  # a-root (30 days) and 68 branches' own (20 days)
     assert kept == [(0, 0), (0, 0), (0, 0), (68, 68), (1, 10)] + [(0, 0)] * 5
+
+
+def stg_frames(spark, schema: str):
+    """The snapshot's commits and branches as stg_lakefs__commits and stg_lakefs__branches shape them."""
+    commits = spark.sql(
+        f"select commit_id, coalesce(parents, array()) as parent_commit_ids, creation_date as created_at, version from {schema}.commits"
+    )
+    branches = spark.sql(f"select branch_id, commit_id as head_commit_id from {schema}.branches")
+    return commits, branches
+
+
+def test_a_runs_graph_models_share_one_reachability_and_other_frames_get_their_own(spark, snapshot: str, monkeypatch) -> None:
+    """The run's relations are walked once: a second model given the same relations (frames of
+    its own) is served that answer; a frame that is not a bare relation (a filter) is walked on
+    its own, as is every frame outside a runner's block (dbt's own materializations)."""
+    import lakewarden.runtime.dbt_python as dbt_python
+
+    loads: list[int] = []
+    load_graph = dbt_python.load_graph
+    monkeypatch.setattr(dbt_python, "load_graph", lambda commits: (loads.append(1), load_graph(commits))[1])
+    shared = dbt_python.SharedReachability()
+    assert shared.computed() is None
+    given: dict[int, str] = {}
+
+    def refs():  # what a model's dbt.ref gives: one frame per relation, named
+        commits, branches = stg_frames(spark, snapshot)
+        given.update({id(commits): "stg_lakefs__commits", id(branches): "stg_lakefs__branches"})
+        return commits, branches
+
+    with dbt_python.reachability_shared_by(shared, lambda frame: given.get(id(frame))):
+        first = dbt_python._reachability(*refs())
+        again = dbt_python._reachability(*refs())  # the second graph model's own frames
+        assert again is first and len(loads) == 1 and shared.computed() is first
+        commits, branches = refs()
+        main_only = dbt_python._reachability(commits, branches.where("branch_id = 'main'"))
+    assert len(loads) == 2 and main_only is not first
+    assert first.branches_reaching("c1") == ("feat", "main") and main_only.branches_reaching("c1") == ("main",)
+    dbt_python._reachability(*refs())
+    assert len(loads) == 3
+
+
+def test_figures_take_the_runs_reachability_and_load_no_commit_graph(spark, snapshot: str, tmp_path: Path, monkeypatch) -> None:
+    """Given the reachability the run's graph models computed, the figures trace branches with it
+    (the same answer as their own walk) and never load the commit graph again."""
+    import lakewarden.runtime.dbt_python as dbt_python
+
+    reach = dbt_python.compute_reachability(*stg_frames(spark, snapshot))
+
+    def no_graph(commits):
+        raise AssertionError("the figures loaded the commit graph although the run's reachability was given")
+
+    monkeypatch.setattr(dbt_python, "load_graph", no_graph)
+    write_figures(tmp_path, spark, job="gc-committed", marked=committed_marked(spark), snapshot_schema=snapshot, now=NOW, reachability=reach)
+    figures = read_figures(tmp_path)
+    assert figures is not None and figures.total == Group(4, 1150)
+    assert figures.by_branch.groups == {
+        "feat": Group(2, 600), DANGLING: Group(1, 500), "main": Group(1, 200), NOT_IN_COMMIT: Group(1, 50),
+    }

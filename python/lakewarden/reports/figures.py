@@ -46,6 +46,8 @@ from lakewarden.errors import error_line
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from lakewarden.commit_graph import Reachability
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -184,6 +186,7 @@ def figures_document(
     kept: "DataFrame | Callable[[], DataFrame] | None" = None,
     kept_note: str | None = None,
     on_commits: bool = True,
+    reachability: "Reachability | None" = None,
 ) -> dict[str, Any] | None:
     """The page's figures of ``marked`` (the job's marked-addresses mart, as it is) as a JSON
     document; never raises (logs and returns None).
@@ -193,6 +196,10 @@ def figures_document(
     ``gc_committed_kept_addresses``); without it the kept ages take one pass over every entry here.
     ``kept_note`` says what ``kept`` holds when it is not the committed objects; ``kept`` may be
     a function giving it (called here, so a failure to compute it is the figures' alone).
+
+    ``reachability``: which branches reach each commit of the snapshot, when the run's models
+    computed it (lifecycle's graph models: lakewarden.runtime.dbt_python.SharedReachability);
+    without it the figures load the commit graph and walk it themselves.
 
     ``on_commits=False``: the marked objects are on no commit (uncommitted GC marks only
     objects no range lists): all of them count under :data:`NOT_IN_COMMIT`, as tracing them
@@ -210,7 +217,7 @@ def figures_document(
             kept = kept()
         document = compute_figures(
             spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now, kept=kept, kept_note=kept_note,
-            on_commits=on_commits,
+            on_commits=on_commits, reachability=reachability,
         )
         document["seconds"] = round(time.monotonic() - started, 3)
         log.info("report figures computed in %.1f s", document["seconds"])
@@ -366,6 +373,7 @@ def compute_figures(
     kept: "DataFrame | None" = None,
     kept_note: str | None = None,
     on_commits: bool = True,
+    reachability: "Reachability | None" = None,
 ) -> dict[str, Any]:
     """The figures as a JSON document (Spark: two passes over ``marked``, one join of the
     snapshot's ranges with it for branches and kept ages)."""
@@ -413,7 +421,7 @@ def compute_figures(
     total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
     marked_total = Group(int(total[0]["objects"]), int(total[0]["bytes"]))
     branches, kept_ages = _snapshot_figures(
-        spark, rows, marked_total if on_commits else Group(0, 0), snapshot_schema, now, kept
+        spark, rows, marked_total if on_commits else Group(0, 0), snapshot_schema, now, kept, reachability
     )
     if not on_commits and marked_total.objects:
         # what tracing them would find, without reading an entry: no commit holds any of them
@@ -469,7 +477,8 @@ def _collect_trimmed(grouped: "DataFrame") -> dict[str, dict[str, Any]]:
 
 
 def _snapshot_figures(
-    spark: "SparkSession", rows: "DataFrame", total: Group, schema: str, now: datetime, kept_objects: "DataFrame | None" = None
+    spark: "SparkSession", rows: "DataFrame", total: Group, schema: str, now: datetime, kept_objects: "DataFrame | None" = None,
+    reachability: "Reachability | None" = None,
 ) -> tuple[dict[str, Any], dict[int, tuple[int, int]]]:
     """(marked by branch as a listing, kept committed objects and bytes per age bin), in one
     Spark query of two parts: the snapshot's entries joined with the marked addresses and grouped
@@ -521,19 +530,22 @@ def _snapshot_figures(
         # nothing marked (a no-op run, say): no branch to draw, so neither the commit graph nor
         # the marked entries are traced; the kept ages are the whole answer
         return _trim({}), {int(row["bin"]): (int(row["objects"]), int(row["bytes"] or 0)) for row in kept.collect()}
-    from lakewarden.runtime.dbt_python import load_graph
-
     commits = spark.table(f"{schema}.commits")
-    graph = load_graph(
-        commits.select(
-            "commit_id",
-            F.coalesce(F.col("parents"), F.array().cast("array<string>")).alias("parent_commit_ids"),
-            F.col("creation_date").alias("created_at"),
-            "version",
+    if reachability is not None:
+        reach = reachability  # the run's models walked the graph already
+    else:
+        from lakewarden.runtime.dbt_python import load_graph
+
+        graph = load_graph(
+            commits.select(
+                "commit_id",
+                F.coalesce(F.col("parents"), F.array().cast("array<string>")).alias("parent_commit_ids"),
+                F.col("creation_date").alias("created_at"),
+                "version",
+            )
         )
-    )
-    heads = {r["branch_id"]: r["commit_id"] for r in spark.table(f"{schema}.branches").select("branch_id", "commit_id").collect()}
-    reach = graph.reachability(heads)
+        heads = {r["branch_id"]: r["commit_id"] for r in spark.table(f"{schema}.branches").select("branch_id", "commit_id").collect()}
+        reach = graph.reachability(heads)
     # Each distinct branch set is one bit of a long when there are at most 63 of them (the
     # common case: commits share a handful of sets): the per-address union is then bit_or,
     # far cheaper than collecting arrays; above that, arrays of set ids.

@@ -329,6 +329,10 @@ class ModelRunner:
         self._schemas: set[str] = set()
         self._locations: dict[str, Path] = {}
         self.statements = 0
+        from lakewarden.runtime.dbt_python import SharedReachability
+
+        #: the branch reachability this run's Python models (and its report) share
+        self.reachability = SharedReachability()
 
     def build(
         self,
@@ -629,9 +633,22 @@ class ModelRunner:
     def _python_frame(self, node: CompiledNode) -> "DataFrame":
         """A compiled Python model's frame (dbt's recipe: ``dbt = dbtObj(load); df = model(dbt,
         spark)``), its refs read where this session holds them."""
+        from lakewarden.runtime.dbt_python import reachability_shared_by
+
         namespace: dict[str, Any] = {"__name__": f"lakewarden_model_{node.name}"}
         exec(compile(node.code, f"<model {node.name}>", "exec"), namespace)  # noqa: S102 - the project's own model
-        frame: "DataFrame" = namespace["model"](namespace["dbtObj"](lambda name: self.spark.table(self.relation(name))), self.spark)
+        given: list[tuple["DataFrame", str]] = []  # each frame a ref gave, and its relation
+
+        def ref(name: str) -> "DataFrame":
+            frame = self.spark.table(self.relation(name))
+            given.append((frame, name))
+            return frame
+
+        def relation_of(frame: "DataFrame") -> str | None:
+            return next((name for given_frame, name in given if given_frame is frame), None)
+
+        with reachability_shared_by(self.reachability, relation_of):
+            frame: "DataFrame" = namespace["model"](namespace["dbtObj"](ref), self.spark)
         return frame
 
     # -- tests ----------------------------------------------------------------------------

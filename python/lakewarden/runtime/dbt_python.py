@@ -6,7 +6,9 @@ via Arrow; entry and address lists never are. Results go back to Spark as Arrow 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pyarrow as pa
 
@@ -98,7 +100,76 @@ def branch_set_members_frame(session: "SparkSession", commits: "DataFrame", bran
     return session.createDataFrame(table)
 
 
+class SharedReachability:
+    """One run's branch reachability, computed once for every reader of the run's commits and
+    branches: ``int_graph__commit_branch_sets``, ``int_graph__branch_set_members`` and the
+    report's figures each computed it again, two Spark queries and a walk of the whole commit
+    graph each time (a lifecycle run on the tests' 900-entry sample sent 81 Spark jobs, 6 of
+    them these collects).
+
+    Keyed by the relations the frames are (a model's ``dbt.ref`` of ``stg_lakefs__commits`` and
+    ``stg_lakefs__branches``: lakewarden's runner builds each relation once a run, so a name
+    holds the same rows for the whole run). The first key asked about is the run's; a frame
+    that is not a bare relation (filtered, say) or another key gets its own computation, as
+    without sharing. Why names and not plans: the staging views are CTEs, and Spark numbers a
+    view's CTEs anew each time it resolves it, so two frames of one view are never the "same
+    semantics". A caller asking while the first computes waits for its answer."""
+
+    def __init__(self) -> None:
+        self._key: tuple[str, str] | None = None
+        self._reach: Reachability | None = None
+        self._lock = threading.Lock()
+
+    def reachability(self, commits: "DataFrame", branches: "DataFrame", key: tuple[str, str] | None) -> Reachability:
+        """:func:`compute_reachability` of ``commits`` and ``branches``, once per run for the
+        relations ``key`` names (None: not relations of the run, computed on their own)."""
+        if key is None:
+            return compute_reachability(commits, branches)
+        with self._lock:
+            if self._reach is None:
+                self._reach, self._key = compute_reachability(commits, branches), key
+                return self._reach
+            if key == self._key:
+                return self._reach
+        return compute_reachability(commits, branches)
+
+    def computed(self) -> Reachability | None:
+        """The run's reachability when a model of the run has computed it, else None."""
+        with self._lock:
+            return self._reach
+
+
+_serving = threading.local()
+
+
+@contextmanager
+def reachability_shared_by(shared: SharedReachability, relation_of: "Callable[[DataFrame], str | None]") -> Iterator[None]:
+    """Python models run in the block (on this thread) take their reachability from ``shared``
+    (:meth:`SharedReachability.reachability`); ``relation_of`` names the relation a frame the
+    model was given is (None for any other frame). lakewarden's model runner puts each Python
+    model of a run in one; under dbt's own materializations there is none."""
+    previous = getattr(_serving, "shared", None)
+    _serving.shared = (shared, relation_of)
+    try:
+        yield
+    finally:
+        _serving.shared = previous
+
+
 def _reachability(commits: "DataFrame", branches: "DataFrame") -> "Reachability":
+    serving: "tuple[SharedReachability, Callable[[DataFrame], str | None]] | None" = getattr(_serving, "shared", None)
+    if serving is None:
+        return compute_reachability(commits, branches)
+    shared, relation_of = serving
+    commits_relation, branches_relation = relation_of(commits), relation_of(branches)
+    if commits_relation is None or branches_relation is None:
+        return shared.reachability(commits, branches, None)
+    return shared.reachability(commits, branches, (commits_relation, branches_relation))
+
+
+def compute_reachability(commits: "DataFrame", branches: "DataFrame") -> "Reachability":
+    """Which branches reach each commit (:meth:`CommitGraph.reachability`), from
+    ``stg_lakefs__commits``-shaped ``commits`` and ``stg_lakefs__branches``-shaped ``branches``."""
     graph = load_graph(commits)
     heads = branches.select("branch_id", "head_commit_id").toArrow()
     return graph.reachability(

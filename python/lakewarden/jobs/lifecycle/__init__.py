@@ -305,6 +305,8 @@ def _mark_rest(
         return figures_document(
             context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
             kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
+            # the graph models walked this snapshot's commit graph already (the marked mart is built on them)
+            reachability=context.model_runner().reachability.computed(),
         )
 
     base = output_base(context)
