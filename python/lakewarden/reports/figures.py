@@ -410,13 +410,14 @@ def compute_figures(
         .groupBy(F.col("key.kind").alias("kind"), F.col("key.name").alias("name"))
         .agg(F.sum("objects").alias("objects"), F.sum("bytes").alias("bytes"))
     )
-    marked_groups = _collect_trimmed(grouped)
     # pass 2: the largest marked objects, reading only the columns they show (not the holding
-    # ranges' arrays nor the ages: 645,100 marked rows, 1.1 s of task time with them)
+    # ranges' arrays nor the ages: 645,100 marked rows, 1.1 s of task time with them); in the
+    # same query as pass 1's groups (one query less: each costs its planning and jobs)
+    largest_rows = rows.select("address", "size", "path", "reasons").orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST)
+    marked_groups, largest_found = _collect_trimmed(grouped, largest_rows)
     largest = [
         {"address": r["address"], "path": r["path"], "size_bytes": int(r["size"]), "reasons": list(r["reasons"] or [])}
-        for r in rows.select("address", "size", "path", "reasons")
-        .orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST).collect()
+        for r in sorted(largest_found, key=lambda r: (-int(r["size"]), r["address"]))
     ]
     total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
     marked_total = Group(int(total[0]["objects"]), int(total[0]["bytes"]))
@@ -453,9 +454,11 @@ def _empty_listing() -> dict[str, Any]:
     return {"groups": [], "other_groups": 0, "other": {"objects": 0, "bytes": 0}}
 
 
-def _collect_trimmed(grouped: "DataFrame") -> dict[str, dict[str, Any]]:
+def _collect_trimmed(grouped: "DataFrame", largest: "DataFrame") -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """``kind -> listing``: the :data:`TOP_GROUPS` largest groups (bytes, then name) of each
-    kind, the rest folded in Spark into one ``other`` row, so at most a few hundred rows travel."""
+    kind, the rest folded in Spark into one ``other`` row, so at most a few hundred rows travel;
+    and the rows of ``largest`` (``address``, ``size``, ``path``, ``reasons``), collected in
+    the same query."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -465,15 +468,32 @@ def _collect_trimmed(grouped: "DataFrame") -> dict[str, dict[str, Any]]:
     folded = ranked.groupBy("kind", F.when(top, F.col("name")).alias("name"), F.when(top, F.col("rank")).alias("rank")).agg(
         F.sum("objects").alias("objects"), F.sum("bytes").alias("bytes"), F.count(F.lit(1)).alias("groups")
     )
+    no_text, no_list = F.lit(None).cast("string"), F.lit(None).cast("array<string>")
+    both = folded.select(
+        F.lit(False).alias("is_largest"), "kind", "name", "rank", "objects", "bytes", "groups",
+        no_text.alias("path"), no_list.alias("reasons"),
+    ).unionByName(
+        largest.select(
+            F.lit(True).alias("is_largest"), no_text.alias("kind"), F.col("address").alias("name"),
+            F.lit(None).cast("int").alias("rank"), F.lit(None).cast("long").alias("objects"), F.col("size").alias("bytes"),
+            F.lit(None).cast("long").alias("groups"), "path", "reasons",
+        )
+    )
+    collected = both.collect()
     out: dict[str, dict[str, Any]] = {}
-    for row in sorted(folded.collect(), key=lambda r: (r["kind"], r["rank"] is None, r["rank"] or 0)):
+    groups = [row for row in collected if not row["is_largest"]]
+    for row in sorted(groups, key=lambda r: (r["kind"], r["rank"] is None, r["rank"] or 0)):
         listing = out.setdefault(row["kind"], _empty_listing())
         if row["rank"] is None:
             listing["other_groups"] = int(row["groups"])
             listing["other"] = {"objects": int(row["objects"]), "bytes": int(row["bytes"])}
         else:
             listing["groups"].append({"name": row["name"], "objects": int(row["objects"]), "bytes": int(row["bytes"])})
-    return out
+    found = [
+        {"address": row["name"], "size": row["bytes"], "path": row["path"], "reasons": row["reasons"]}
+        for row in collected if row["is_largest"]
+    ]
+    return out, found
 
 
 def _snapshot_figures(
