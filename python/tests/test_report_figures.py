@@ -278,6 +278,13 @@ def test_a_runs_graph_models_share_one_reachability_and_other_frames_get_their_o
     assert first.branches_reaching("c1") == ("feat", "main") and main_only.branches_reaching("c1") == ("main",)
     dbt_python._reachability(*refs())
     assert len(loads) == 3
+    # a relation built again (another build of the runner) is walked again
+    shared.forget("stg_lakefs__metaranges")
+    assert shared.computed() is first
+    shared.forget("stg_lakefs__branches")
+    assert shared.computed() is None
+    with dbt_python.reachability_shared_by(shared, lambda frame: given.get(id(frame))):
+        assert dbt_python._reachability(*refs()) is not first and len(loads) == 4
 
 
 def test_figures_take_the_runs_reachability_and_load_no_commit_graph(spark, snapshot: str, tmp_path: Path, monkeypatch) -> None:

@@ -405,6 +405,9 @@ class ModelRunner:
             if node.resource_type == "test":
                 warning = self._test(node)
             else:
+                if node.relation is not None:
+                    # built again (another build of the runner): a walk of its old rows is not served
+                    self.reachability.forget(node.relation)
                 self._model(node)
         finally:
             self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]

@@ -109,9 +109,9 @@ class SharedReachability:
 
     Keyed by the relations the frames are (a model's ``dbt.ref`` of ``stg_lakefs__commits`` and
     ``stg_lakefs__branches``: lakewarden's runner builds each relation once a run, so a name
-    holds the same rows for the whole run). The first key asked about is the run's; a frame
-    that is not a bare relation (filtered, say) or another key gets its own computation, as
-    without sharing. Why names and not plans: the staging views are CTEs, and Spark numbers a
+    holds the same rows for the whole run; a relation it builds again is forgotten,
+    :meth:`forget`). The first key asked about is the run's; a frame that is not a bare
+    relation (filtered, say) or another key gets its own computation, as without sharing. Why names and not plans: the staging views are CTEs, and Spark numbers a
     view's CTEs anew each time it resolves it, so two frames of one view are never the "same
     semantics". A caller asking while the first computes waits for its answer."""
 
@@ -132,6 +132,12 @@ class SharedReachability:
             if key == self._key:
                 return self._reach
         return compute_reachability(commits, branches)
+
+    def forget(self, relation: str) -> None:
+        """``relation`` is being built again: a walk of it is no longer the run's."""
+        with self._lock:
+            if self._key is not None and relation in self._key:
+                self._key, self._reach = None, None
 
     def computed(self) -> Reachability | None:
         """The run's reachability when a model of the run has computed it, else None."""
