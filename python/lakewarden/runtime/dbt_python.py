@@ -110,21 +110,20 @@ class SharedReachability:
     Keyed by the relations the frames are (a model's ``dbt.ref`` of ``stg_lakefs__commits`` and
     ``stg_lakefs__branches``: lakewarden's runner builds each relation once a run, so a name
     holds the same rows for the whole run; a relation it builds again is forgotten,
-    :meth:`forget`). The first key asked about is the run's; a frame that is not a bare
-    relation (filtered, say) or another key gets its own computation, as without sharing. Why names and not plans: the staging views are CTEs, and Spark numbers a
-    view's CTEs anew each time it resolves it, so two frames of one view are never the "same
-    semantics". A caller asking while the first computes waits for its answer."""
+    :meth:`forget`). The first key asked about is the run's; another key gets its own
+    computation, as without sharing (and so does a frame that is not a bare relation, filtered
+    say: :func:`_reachability`). Why names and not plans: the staging views are CTEs, and Spark
+    numbers a view's CTEs anew each time it resolves it, so two frames of one view are never the
+    "same semantics". A caller asking while the first computes waits for its answer."""
 
     def __init__(self) -> None:
         self._key: tuple[str, str] | None = None
         self._reach: Reachability | None = None
         self._lock = threading.Lock()
 
-    def reachability(self, commits: "DataFrame", branches: "DataFrame", key: tuple[str, str] | None) -> Reachability:
+    def reachability(self, commits: "DataFrame", branches: "DataFrame", key: tuple[str, str]) -> Reachability:
         """:func:`compute_reachability` of ``commits`` and ``branches``, once per run for the
-        relations ``key`` names (None: not relations of the run, computed on their own)."""
-        if key is None:
-            return compute_reachability(commits, branches)
+        relations ``key`` names."""
         with self._lock:
             if self._reach is None:
                 self._reach, self._key = compute_reachability(commits, branches), key
@@ -169,7 +168,7 @@ def _reachability(commits: "DataFrame", branches: "DataFrame") -> "Reachability"
     shared, relation_of = serving
     commits_relation, branches_relation = relation_of(commits), relation_of(branches)
     if commits_relation is None or branches_relation is None:
-        return shared.reachability(commits, branches, None)
+        return compute_reachability(commits, branches)  # not the run's relations as they are
     return shared.reachability(commits, branches, (commits_relation, branches_relation))
 
 
