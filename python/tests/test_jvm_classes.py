@@ -74,6 +74,24 @@ def test_key_follows_java_jars_and_heap(tmp_path: Path) -> None:
     assert archive_key(java, jars, "4g") != base
 
 
+def test_key_follows_where_the_jars_are_and_their_times(tmp_path: Path) -> None:
+    """The JVM drops an archive whose class path files are not the very ones it was written
+    from (path, size, modification time): the same jars elsewhere, or written again, are
+    another key, so each install writes and maps its own archive."""
+    java = tmp_path / "jdk" / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text("")
+    first, second = tmp_path / "venv-a" / "jars", tmp_path / "venv-b" / "jars"
+    for jars in (first, second):
+        jars.mkdir(parents=True)
+        (jars / "spark-core.jar").write_bytes(b"1")
+        os.utime(jars / "spark-core.jar", (1000, 1000))
+    base = archive_key(java, first, "4g")
+    assert archive_key(java, second, "4g") != base  # same names and sizes, another directory
+    os.utime(first / "spark-core.jar", (2000, 2000))  # installed again: same size, new time
+    assert archive_key(java, first, "4g") != base
+
+
 def test_off_switch(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAKEWARDEN_JVM_CACHE", "off")
     assert plan("4g") is None and kept_archive("4g") is None
