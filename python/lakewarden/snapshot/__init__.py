@@ -305,8 +305,16 @@ def register_snapshot(spark: "SparkSession", checked: "CheckedSnapshot", *, sche
         select_sql = _select_sql(source, declared[name], list(table.columns))
         _replace_view(spark, f"{schema}.{name}", select_sql, identity=checked.fingerprint)
     repository = checked.repository
-    repository_sql = "select " + ", ".join(
-        f"cast({sql_string(getattr(repository, column))} as {kind}) as `{column}`" for column, kind in declared["repository"]
+    # a one-row VALUES, not a select without FROM: Spark plans it as a local relation, and each
+    # model's cross join with it broadcasts that row from the driver, where a select without
+    # FROM is a one-row scan that every such broadcast ran as a Spark job of its own (an
+    # incremental lifecycle run at 1M entries: 13 of its 96 jobs)
+    repository_sql = (
+        "select * from values ("
+        + ", ".join(f"cast({sql_string(getattr(repository, column))} as {kind})" for column, kind in declared["repository"])
+        + ") as repository ("
+        + ", ".join(f"`{column}`" for column, _ in declared["repository"])
+        + ")"
     )
     _replace_view(spark, f"{schema}.repository", repository_sql, identity=checked.fingerprint)
     counts = {**checked.row_counts, "repository": 1}
