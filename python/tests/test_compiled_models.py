@@ -16,7 +16,9 @@ from lakewarden.runtime.compiled_models import (
     ModelRunner,
     _compiled,
     _in_dependency_order,
+    collect_lists,
     compile_selection,
+    list_queries,
     with_range_lists,
 )
 from lakewarden.runtime.project import compile_nodes, dbt_location, parsed_manifest
@@ -390,6 +392,50 @@ def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark
     as_literals, count = with_range_lists(spark, keys)
     assert count == 1 and "range(3)" not in as_literals and "'" not in as_literals
     assert sorted(row.id for row in spark.sql(as_literals).collect()) == [0, 1, 2]
+
+
+def test_a_statements_lists_come_from_one_query_each_in_its_own_type(spark):
+    """Several lists in one statement: one Spark query gathers them all (a union, values carried
+    as strings), each given back in its column's type; a subquery written twice is one list; a
+    list over the limit keeps its subquery while the others become literals."""
+    spark.sql("select concat('r', cast(id % 4 as string)) as range_id from range(40)").createOrReplaceTempView("many_list_ids")
+    keys = "select xxhash64(cast(id as string)) from range(3)"
+    ranges = "select range_id from many_list_ids where range_id < 'r2'"
+    longer = "select range_id from many_list_ids"
+    assert collect_lists(spark, [keys, ranges, longer], limit=3) == [
+        sorted(row[0] for row in spark.sql(keys).collect()),
+        ["r0", "r1"],
+        None,
+    ]
+    code = (
+        "select id from range(10) where "
+        f"(xxhash64(cast(id as string)) in (/* lakewarden range list */ {keys} /* end of lakewarden range list */) "
+        f"or xxhash64(cast(id + 1 as string)) in (/* lakewarden range list */ {keys} /* end of lakewarden range list */)) "
+        f"and concat('r', cast(id % 4 as string)) in (/* lakewarden range list */ {ranges} /* end of lakewarden range list */) "
+        f"and concat('r', cast(id % 4 as string)) in (/* lakewarden range list */ {longer} /* end of lakewarden range list */)"
+    )
+    queries = []
+    recording = _QueryRecorder(spark, queries)
+    replaced, count = with_range_lists(recording, code, limit=3)
+    assert len(queries) == 3  # keys once, ranges, longer: gathered in one collect (see above)
+    assert count == 3 and replaced.count("/* lakewarden range list */") == 1  # only the long one kept
+    assert "'r0', 'r1'" in replaced
+    assert list_queries(code) == 1 and list_queries("select 1") == 0
+    assert sorted(row.id for row in spark.sql(replaced).collect()) == sorted(row.id for row in spark.sql(code).collect())
+
+
+class _QueryRecorder:
+    """A session whose ``sql`` records each statement it is given (the rest is the session's)."""
+
+    def __init__(self, spark, queries):
+        self._spark, self._queries = spark, queries
+
+    def sql(self, statement):
+        self._queries.append(statement)
+        return self._spark.sql(statement)
+
+    def __getattr__(self, name):
+        return getattr(self._spark, name)
 
 
 def test_a_list_of_ranges_a_join_selects_already_is_dropped_when_long(spark):

@@ -37,21 +37,7 @@ range_branches as (
 
 ),
 
-newly_expired_entries as (
-
-    select * from {{ ref('int_lifecycle__newly_expired_entries') }}
-    {{- lifecycle_unless_no_range_read() }}
-
-),
-
-candidate_keys as (
-
-    select distinct address_key
-    from newly_expired_entries
-
-),
-
-located_entries as (
+keyed_entries as (
 
     select
         ranges.range_id,
@@ -61,19 +47,10 @@ located_entries as (
         ranges.size_bytes,
         ranges.last_modified_at,
         {{ physical_address('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }}
-            as physical_address
-    from ranges
-    cross join repository
-
-),
-
-keyed_entries as (
-
-    select
-        located_entries.*,
-        {{ address_key('located_entries.address', 'located_entries.address_type', 'repository.storage_namespace_root') }}
+            as physical_address,
+        {{ address_key('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }}
             as address_key
-    from located_entries
+    from ranges
     cross join repository
 
 ),
@@ -149,7 +126,15 @@ staged_references as (
         false as is_potential,
         cast(null as array<string>) as branch_contexts
     from keyed_staged
-    left semi join candidate_keys on keyed_staged.address_key = candidate_keys.address_key
+    where
+    {%- if not var('lifecycle_reads_ranges', true) %}
+        false -- this run reads no range (var lifecycle_reads_ranges): no list to gather
+    {%- else %}
+        -- the committed references' list of object keys again: the runner gathers it once
+        keyed_staged.address_key in ({{ key_list(
+            "select distinct address_key from " ~ ref('int_lifecycle__newly_expired_entries')
+        ) }})
+    {%- endif %}
 
 ),
 

@@ -571,8 +571,8 @@ class ModelRunner:
         statement = self._with_held(statement)
         try:
             if self.range_lists and "lakewarden range list" in statement:
-                # each list is a query of its own
-                self._count(len(RANGE_LIST.findall(statement)) + len(JOINED_RANGE_LIST.findall(statement)))
+                # the statement's lists come from one query of their own
+                self._count(list_queries(statement))
                 statement, lists = with_range_lists(self.spark, statement)
                 if lists:
                     log.debug("%s %s: %d range list(s) as literals", node.resource_type, node.name, lists)
@@ -721,14 +721,26 @@ def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIS
     without the Parquet reader's skipping. A longer list of ranges a join selects already
     (skip_to_ranges) becomes ``true`` instead: the join gives the same rows, where the subquery
     would be planned as a second join shuffling every entry. Each subquery reads tables this
-    build made already (the node's parents) and returns range ids, never addresses."""
+    build made already (the node's parents) and returns range ids, never addresses.
+
+    Every list of the statement comes from one Spark query (:func:`collect_lists`), and a
+    subquery written twice is run once: each query costs its planning and jobs whatever it
+    returns (the lifecycle pass over every entry has two key lists; its staged entries look
+    up the same object keys as its committed ones)."""
     from lakewarden.snapshot import sql_string
 
+    queries = list(dict.fromkeys(
+        [match.group("query") for match in JOINED_RANGE_LIST.finditer(code)]
+        + [match.group("query") for match in RANGE_LIST.finditer(code)]
+    ))
+    if not queries:
+        return code, 0
+    found = dict(zip(queries, collect_lists(spark, queries, limit=limit), strict=True))
     replaced = 0
 
     def ids_of(query: str) -> str | None:
         nonlocal replaced
-        ids = collect_range_ids(spark.sql(f"select * from ({query}) range_list"), limit=limit)
+        ids = found[query]
         if ids is None:
             return None
         replaced += 1
@@ -745,6 +757,43 @@ def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIS
         return match.group(0) if ids is None else ids
 
     return RANGE_LIST.sub(literal, JOINED_RANGE_LIST.sub(joined, code)), replaced
+
+
+def list_queries(code: str) -> int:
+    """How many Spark queries :func:`with_range_lists` sends for ``code``: one for all its lists."""
+    return 1 if RANGE_LIST.search(code) or JOINED_RANGE_LIST.search(code) else 0
+
+
+def collect_lists(spark: "SparkSession", queries: Sequence[str], *, limit: int = RANGE_LIST_LIMIT) -> list[list[Any] | None]:
+    """:func:`collect_range_ids` of each query (one id or key column each), in one Spark query:
+    each list's distinct values, at most ``limit`` + 1 of them, side by side in a union, carried
+    as strings and given back in the column's own type. At most (``limit`` + 1) x the number of
+    lists rows reach the driver, range ids or keys, never addresses."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegralType
+
+    frames = [spark.sql(f"select * from ({query}) range_list") for query in queries]
+    if len(frames) == 1:
+        return [collect_range_ids(frames[0], limit=limit)]
+    integral = [isinstance(frame.schema.fields[0].dataType, IntegralType) for frame in frames]
+    parts = [
+        frame.select(F.col(frame.columns[0]).alias("value")).distinct().limit(limit + 1)
+        .select(F.lit(number).alias("list"), F.col("value").cast("string").alias("value"))
+        for number, frame in enumerate(frames)
+    ]
+    values: list[list[Any]] = [[] for _ in frames]
+    for row in reduce(lambda left, right: left.unionAll(right), parts).collect():
+        values[row["list"]].append(row["value"])
+    lists: list[list[Any] | None] = []
+    for found, is_integral in zip(values, integral, strict=True):
+        if len(found) > limit:
+            lists.append(None)
+        else:
+            present = [value for value in found if value is not None]
+            lists.append(sorted(int(value) for value in present) if is_integral else sorted(present))
+    return lists
 
 
 def _first_line(exc: BaseException) -> str:
