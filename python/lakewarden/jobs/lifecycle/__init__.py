@@ -271,9 +271,13 @@ def mark_lifecycle(
         else:
             # each stretch of the run in the form its rows want (JobContext.form_for): the ranges
             # read, then the one pass over every entry, then what that pass found
-            with context.form_for(entries):
+            with context.form_for(entries) as few:
                 context.build_models(MARK_MODELS, only_upstream_of=(NEWLY_EXPIRED,), lifecycle_reads_ranges=True, part="models", **variables)
-            context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
+            # the pass reads every entry (the session's own form), and what it finds is held in
+            # memory when the newly expired entries were few (ModelRunner.holding): the
+            # references of a few thousand objects, which the steps after it read from there
+            with context.model_runner().holding(few):
+                context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
             rest_rows = rows_after_references(context, entries)
         with context.form_for(rest_rows):
             return _mark_rest(context, report, ledger, reads_ranges=reads_ranges, **variables)
