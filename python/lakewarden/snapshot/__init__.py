@@ -305,10 +305,10 @@ def register_snapshot(spark: "SparkSession", checked: "CheckedSnapshot", *, sche
         select_sql = _select_sql(source, declared[name], list(table.columns))
         _replace_view(spark, f"{schema}.{name}", select_sql, identity=checked.fingerprint)
     repository = checked.repository
-    # a one-row VALUES, not a select without FROM: Spark plans it as a local relation, and each
+    # a one-row VALUES, not a select without FROM: Spark plans it as a local relation, and a
     # model's cross join with it broadcasts that row from the driver, where a select without
-    # FROM is a one-row scan that every such broadcast ran as a Spark job of its own (an
-    # incremental lifecycle run at 1M entries: 13 of its 96 jobs)
+    # FROM is a one-row scan, broadcast by a Spark job (the plans of an incremental lifecycle
+    # run at 1M entries held 13 such scans, 1 now; the run sent 94 Spark jobs, was 96)
     repository_sql = (
         "select * from values ("
         + ", ".join(f"cast({sql_string(getattr(repository, column))} as {kind})" for column, kind in declared["repository"])
