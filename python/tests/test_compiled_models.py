@@ -459,25 +459,6 @@ def test_a_list_of_ranges_a_join_selects_already_is_dropped_when_long(spark):
         assert sorted(row.range_id for row in spark.sql(statement).collect()) == expected
 
 
-def test_rows_of_a_written_table_come_from_its_footers_with_no_spark_job(spark):
-    """ModelRunner.rows: a table the runner wrote is counted from its Parquet footers (no Spark
-    job); one it holds in memory (the small form) by a count. Both give the rows a count gives."""
-    from lakewarden.runtime.spark_session import spark_jobs_started
-
-    runner = ModelRunner(spark)
-    runner.build([_node("int_rows_written", "select id from range(1234) where id % 3 != 0", materialized="table")])
-    expected = spark.table("runner_test.int_rows_written").count()
-    before = spark_jobs_started(spark)
-    assert before is not None
-    assert runner.rows("runner_test.int_rows_written") == expected == 822
-    assert spark_jobs_started(spark) == before
-
-    held = ModelRunner(spark, hold_intermediates=True)
-    held.build([_node("int_rows_held", "select id from range(50)", materialized="table")])
-    assert held.relation("runner_test.int_rows_held") != "runner_test.int_rows_held"
-    assert held.rows("runner_test.int_rows_held") == 50
-
-
 def test_a_broken_model_is_one_line_naming_it(spark):
     runner = ModelRunner(spark)
     with pytest.raises(ModelFailed, match=r"^model broken failed: .*no_such_column") as caught:

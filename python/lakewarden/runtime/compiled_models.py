@@ -556,26 +556,6 @@ class ModelRunner:
             self._sql(f"drop table if exists {relation}", view)
             self._sql(f"create table {relation} using parquet as select * from {name}", view)
 
-    def rows(self, qualified: str) -> int:
-        """How many rows a relation this runner built holds. A table it wrote as Parquet files
-        on this machine's file system: the row counts in the files' footers (the driver lists
-        the files and reads their last bytes; no Spark job). Anything else (held in memory,
-        another format, files elsewhere): a count. Why: a job choosing the form of its next
-        stretch by the rows a step found paid a query for the count, ~0.15 s of a run's cold
-        session at this point, only to read a number its files already hold."""
-        frame = self.spark.table(self.relation(qualified))
-        files = frame.inputFiles()
-        if files and all(file.startswith("file:") for file in files):
-            from urllib.parse import unquote, urlparse
-
-            import pyarrow.parquet as pq
-
-            try:
-                return sum(pq.read_metadata(unquote(urlparse(file).path)).num_rows for file in files)
-            except (OSError, ValueError):  # not Parquet (pyarrow's ArrowInvalid is a ValueError), or gone
-                log.debug("rows of %s by a count: its files' footers do not read", qualified, exc_info=True)
-        return frame.count()
-
     def built(self, name: str) -> bool:
         """Whether this runner executed the node named ``name`` (a model or a test)."""
         return any(unique_id.rsplit(".", 1)[-1] == name for unique_id in self._done)

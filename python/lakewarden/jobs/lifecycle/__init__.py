@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from lakewarden.errors import BadInput, error_line
 from lakewarden.jobs.common import (
-    MODEL_SCHEMA,
     SNAPSHOT_SCHEMA,
     JobContext,
     add_job_options,
@@ -424,15 +423,16 @@ def rows_after_references(context: JobContext, entries: int | None) -> int | Non
     every entry found, the entries of the ranges read (the report's kept ages) and the
     metarange rows (the report traces marked objects to their branches through them); None
     when a count is unknown. ``entries``: the entries of the ranges read (:func:`ranges_read`).
-    The references are counted only when the rest could be small without them, from their
-    table's files where it has some (:meth:`ModelRunner.rows`): no Spark query either way."""
+    The references are counted only when the rest could be small without them. The entries
+    read are then few, so the pass's stretch held the references in memory (unless a view
+    reads them): the count reads no file."""
     metaranges = context.snapshot.row_counts.get("metaranges")
     if entries is None or metaranges is None:
         return None
     known = entries + int(metaranges)
     if known > spark_session.SMALL_FORM_ROWS:
         return known  # the large form, whatever the pass found
-    return context.model_runner().rows(f"{MODEL_SCHEMA}.{REFERENCES}") + known
+    return context.table(REFERENCES).count() + known
 
 
 def _figures(context: JobContext) -> dict[str, Any]:
