@@ -708,10 +708,15 @@ def collect_range_ids(frame: "DataFrame", *, limit: int = RANGE_LIST_LIMIT) -> l
     first column (nulls left out), sorted; None when there are more than ``limit`` (the caller
     then keeps its join). Range ids or keys, never addresses: at most ``limit`` + 1 rows reach
     the driver."""
-    rows = frame.distinct().limit(limit + 1).collect()
-    if len(rows) > limit:
+    return _bounded_list([row[0] for row in frame.distinct().limit(limit + 1).collect()], limit)
+
+
+def _bounded_list(values: Sequence[Any], limit: int) -> list[Any] | None:
+    """A list's distinct values as collected (at most ``limit`` + 1): None when over ``limit``,
+    else sorted without the null."""
+    if len(values) > limit:
         return None
-    return sorted(row[0] for row in rows if row[0] is not None)
+    return sorted(value for value in values if value is not None)
 
 
 def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIST_LIMIT) -> tuple[str, int]:
@@ -786,14 +791,10 @@ def collect_lists(spark: "SparkSession", queries: Sequence[str], *, limit: int =
     values: list[list[Any]] = [[] for _ in frames]
     for row in reduce(lambda left, right: left.unionAll(right), parts).collect():
         values[row["list"]].append(row["value"])
-    lists: list[list[Any] | None] = []
-    for found, is_integral in zip(values, integral, strict=True):
-        if len(found) > limit:
-            lists.append(None)
-        else:
-            present = [value for value in found if value is not None]
-            lists.append(sorted(int(value) for value in present) if is_integral else sorted(present))
-    return lists
+    return [
+        _bounded_list([None if value is None else int(value) for value in found] if is_integral else found, limit)
+        for found, is_integral in zip(values, integral, strict=True)
+    ]
 
 
 def _first_line(exc: BaseException) -> str:
