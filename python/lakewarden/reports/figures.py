@@ -414,11 +414,7 @@ def compute_figures(
     # ranges' arrays nor the ages: 645,100 marked rows, 1.1 s of task time with them); in the
     # same query as pass 1's groups (one query less: each costs its planning and jobs)
     largest_rows = rows.select("address", "size", "path", "reasons").orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST)
-    marked_groups, largest_found = _collect_trimmed(grouped, largest_rows)
-    largest = [
-        {"address": r["address"], "path": r["path"], "size_bytes": int(r["size"]), "reasons": list(r["reasons"] or [])}
-        for r in sorted(largest_found, key=lambda r: (-int(r["size"]), r["address"]))
-    ]
+    marked_groups, largest = _collect_trimmed(grouped, largest_rows)
     total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
     marked_total = Group(int(total[0]["objects"]), int(total[0]["bytes"]))
     branches, kept_ages = _snapshot_figures(
@@ -458,7 +454,7 @@ def _collect_trimmed(grouped: "DataFrame", largest: "DataFrame") -> tuple[dict[s
     """``kind -> listing``: the :data:`TOP_GROUPS` largest groups (bytes, then name) of each
     kind, the rest folded in Spark into one ``other`` row, so at most a few hundred rows travel;
     and the rows of ``largest`` (``address``, ``size``, ``path``, ``reasons``), collected in
-    the same query."""
+    the same query, as the page's entries (``size_bytes``), largest first."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -489,11 +485,11 @@ def _collect_trimmed(grouped: "DataFrame", largest: "DataFrame") -> tuple[dict[s
             listing["other"] = {"objects": int(row["objects"]), "bytes": int(row["bytes"])}
         else:
             listing["groups"].append({"name": row["name"], "objects": int(row["objects"]), "bytes": int(row["bytes"])})
-    found = [
-        {"address": row["name"], "size": row["bytes"], "path": row["path"], "reasons": row["reasons"]}
-        for row in collected if row["is_largest"]
+    largest_entries = [
+        {"address": row["name"], "path": row["path"], "size_bytes": int(row["bytes"]), "reasons": list(row["reasons"] or [])}
+        for row in sorted((row for row in collected if row["is_largest"]), key=lambda row: (-int(row["bytes"]), row["name"]))
     ]
-    return out, found
+    return out, largest_entries
 
 
 def _snapshot_figures(
