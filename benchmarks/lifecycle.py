@@ -3,8 +3,10 @@
     python benchmarks/lifecycle.py --entries 1000000 [--growth 0.01] [--workdir DIR]
 
 Takes the benchmark repository (``common.bench_sample``, cached in the workdir) and copies its
-snapshot (the cached sample is never modified), then runs the CLI, each run a whole subprocess
-(interpreter, JVM and dbt start included, as a user pays them), on one --state directory:
+snapshot, pointed at storage of its own (``move_storage``: the runs write their outputs under
+the namespace, and the cached sample is never modified), then runs the CLI, each run a whole
+subprocess (interpreter, JVM and dbt start included, as a user pays them), on one --state
+directory:
 
 1. ``lakewarden lifecycle --snapshot S --policy P --now T`` (no --dry-run: it marks and sweeps;
    the sample has no object files, and a missing file counts as deleted, so this is "the last
@@ -114,6 +116,43 @@ def append_commits(snapshot_dir: Path, count: int, entries: int, start: datetime
     pq.write_table(pa.table(new_entries, schema=schemas["ranges"]), folder / f"part-appended-{len(list(folder.iterdir())):05d}.parquet")
 
 
+def move_storage(snapshot_dir: Path, sample_root: Path, new_root: Path) -> None:
+    """Point the copied snapshot at storage of its own: ``repository.json``'s namespace and every
+    FULL address under the cached sample's directory (``sample_root``) move to ``new_root``, the
+    same paths below it. Each run writes its outputs under its namespace (``_lakefs/retention/lc``):
+    without this they would accumulate in the cached sample, which the runs read. Addresses
+    keep their place relative to the namespace (and FULL ones outside it stay outside), so the
+    runs mark what they marked before. The ranges keep their row groups (one per range, which
+    the runs' Parquet reads skip by), rewritten one group at a time."""
+    old_prefix, new_prefix = sample_root.resolve().as_uri() + "/", new_root.resolve().as_uri() + "/"
+    document = json.loads((snapshot_dir / "repository.json").read_text())
+    namespace = document["storage_namespace"]
+    if not namespace.startswith(old_prefix):
+        raise SystemExit(f"{snapshot_dir / 'repository.json'}: storage_namespace {namespace!r} is not under {old_prefix!r}")
+    document["storage_namespace"] = new_prefix + namespace[len(old_prefix):]
+    (snapshot_dir / "repository.json").write_text(json.dumps(document, indent=1) + "\n")
+
+    def moved(table: pa.Table) -> pa.Table:
+        import pyarrow.compute as pc
+
+        address = table["address"]
+        under = pc.fill_null(pc.starts_with(address, old_prefix), False)
+        rewritten = pc.binary_join_element_wise(new_prefix, pc.utf8_slice_codeunits(address, len(old_prefix)), "")
+        return table.set_column(table.schema.get_field_index("address"), "address", pc.if_else(under, rewritten, address))
+
+    for name in ("ranges.parquet", "staged.parquet"):
+        path = snapshot_dir / name
+        if not path.is_file():
+            continue
+        source = pq.ParquetFile(path)
+        target = path.with_name(f".{name}.moving")
+        with pq.ParquetWriter(target, source.schema_arrow) as writer:
+            for group in range(source.metadata.num_row_groups):
+                writer.write_table(moved(source.read_row_group(group)))
+        source.close()
+        target.replace(path)
+
+
 def _rfc3339(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
@@ -171,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(run_dir)
     snapshot = run_dir / "snapshot"
     shutil.copytree(sample.snapshot_dir, snapshot)  # a copy: appending must not touch the cached sample
+    # nor must the runs' outputs: the copy gets storage of its own (no object files, as the sample)
+    move_storage(snapshot, sample_dir(workdir, entries=args.entries, slots=args.slots, seed=args.seed), run_dir / "sample")
     policy = run_dir / "policy.json"
     policy.write_text(json.dumps(POLICY, indent=1) + "\n")
     state = run_dir / "state"
