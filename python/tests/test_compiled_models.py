@@ -424,6 +424,30 @@ def test_a_statements_lists_come_from_one_query_each_in_its_own_type(spark):
     assert sorted(row.id for row in spark.sql(replaced).collect()) == sorted(row.id for row in spark.sql(code).collect())
 
 
+def test_lists_are_the_same_gathered_as_the_subqueries_give_them_or_distinct_in_spark(spark, monkeypatch):
+    """collect_lists takes the subqueries' rows as they come while they are few (duplicates made
+    distinct in the driver, no shuffle) and asks Spark for each list's distinct values when more
+    come: the same lists either way, nulls left out, over the limit None."""
+    import lakewarden.runtime.compiled_models as compiled_models
+
+    repeated = "select concat('r', cast(id % 2 as string)) as range_id from range(10)"  # 10 rows, 2 values
+    many = "select concat('r', cast(id % 2 as string)) as range_id from range(100)"  # 100 rows, 2 values
+    keys = "select xxhash64(cast(id % 3 as string)) from range(9)"
+    with_null = "select if(id = 0, null, cast(id as string)) from range(3)"
+    over = "select cast(id as string) from range(4)"  # 4 values: over a limit of 3
+    cases = [[repeated], [many], [keys, repeated], [keys, many, with_null], [over, keys]]
+    key_values = sorted({row[0] for row in spark.sql(keys).collect()})
+    expected = {
+        repeated: ["r0", "r1"], many: ["r0", "r1"], keys: key_values, with_null: ["1", "2"], over: None,
+    }
+    for case in cases:
+        as_given = collect_lists(spark, case, limit=3)
+        monkeypatch.setattr(compiled_models, "RAW_ROWS_PER_LIST", 0)  # every row over: distinct in Spark
+        in_spark = collect_lists(spark, case, limit=3)
+        monkeypatch.undo()
+        assert as_given == in_spark == [expected[query] for query in case], case
+
+
 class _QueryRecorder:
     """A session whose ``sql`` records each statement it is given (the rest is the session's)."""
 
