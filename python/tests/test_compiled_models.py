@@ -435,10 +435,11 @@ def test_lists_are_the_same_gathered_as_the_subqueries_give_them_or_distinct_in_
     keys = "select xxhash64(cast(id % 3 as string)) from range(9)"
     with_null = "select if(id = 0, null, cast(id as string)) from range(3)"
     over = "select cast(id as string) from range(4)"  # 4 values: over a limit of 3
-    cases = [[repeated], [many], [keys, repeated], [keys, many, with_null], [over, keys]]
+    far_over = "select cast(id as string) from range(100)"  # over the limit within the rows first taken
+    cases = [[repeated], [many], [keys, repeated], [keys, many, with_null], [over, keys], [far_over, repeated], [far_over]]
     key_values = sorted({row[0] for row in spark.sql(keys).collect()})
     expected = {
-        repeated: ["r0", "r1"], many: ["r0", "r1"], keys: key_values, with_null: ["1", "2"], over: None,
+        repeated: ["r0", "r1"], many: ["r0", "r1"], keys: key_values, with_null: ["1", "2"], over: None, far_over: None,
     }
     for case in cases:
         as_given = collect_lists(spark, case, limit=3)

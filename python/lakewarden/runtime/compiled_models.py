@@ -782,9 +782,10 @@ def collect_lists(spark: "SparkSession", queries: Sequence[str], *, limit: int =
     no shuffle, its values made distinct here. A list's subquery usually reads a few thousand
     rows the runner holds in memory (lifecycle's newly expired entries), and a distinct in
     Spark cost that query a shuffle and adaptive execution's stages: four jobs, 0.35-0.43 s
-    of a 1M-entry incremental run's critical path. Only when more rows come than the limit
-    (a subquery repeating its values, or a list far over ``limit``) does the union run again,
-    each list distinct and limited in Spark, as before."""
+    of a 1M-entry incremental run's critical path. When more rows come than that limit (a
+    subquery repeating its values, or a list far over ``limit``), a list holding more than
+    ``limit`` values among them is over it whatever was left out, and the others are asked of
+    Spark again, each distinct and limited, as before."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -793,22 +794,33 @@ def collect_lists(spark: "SparkSession", queries: Sequence[str], *, limit: int =
     frames = [spark.sql(f"select * from ({query}) range_list") for query in queries]
     integral = [isinstance(frame.schema.fields[0].dataType, IntegralType) for frame in frames]
 
-    def union(distinct: bool) -> "DataFrame":
+    def union(numbers: Sequence[int], *, distinct: bool) -> "DataFrame":
         parts = []
-        for number, frame in enumerate(frames):
+        for number in numbers:
+            frame = frames[number]
             column = frame.select(F.col(frame.columns[0]).alias("value"))
             if distinct:
                 column = column.distinct().limit(limit + 1)
             parts.append(column.select(F.lit(number).alias("list"), F.col("value").cast("string").alias("value")))
         return reduce(lambda left, right: left.unionAll(right), parts)
 
+    def distinct_values(rows: Sequence[Any], values: list[dict[Any, None]]) -> None:
+        for row in rows:
+            values[row["list"]][row["value"]] = None  # distinct, in the order found
+
+    numbers = range(len(frames))
+    values: list[dict[Any, None]] = [{} for _ in frames]
     most = RAW_ROWS_PER_LIST * limit * len(frames)
-    rows = union(distinct=False).limit(most + 1).collect()
+    rows = union(numbers, distinct=False).limit(most + 1).collect()
+    distinct_values(rows, values)
     if len(rows) > most:
-        rows = union(distinct=True).collect()
-    values: list[dict[Any, None]] = [{} for _ in frames]  # distinct, in the order found
-    for row in rows:
-        values[row["list"]][row["value"]] = None
+        # the limit may have cut lists short: one holding more than ``limit`` values already is
+        # over it whatever was cut; the others are asked of Spark again, distinct
+        cut = [number for number in numbers if len(values[number]) <= limit]
+        if cut:
+            for number in cut:
+                values[number] = {}
+            distinct_values(union(cut, distinct=True).collect(), values)
     return [
         _bounded_list([None if value is None else int(value) for value in found] if is_integral else list(found), limit)
         for found, is_integral in zip(values, integral, strict=True)
