@@ -18,7 +18,6 @@ from lakewarden.runtime.compiled_models import (
     _in_dependency_order,
     collect_lists,
     compile_selection,
-    list_queries,
     with_range_lists,
 )
 from lakewarden.runtime.project import compile_nodes, dbt_location, parsed_manifest
@@ -414,13 +413,17 @@ def test_a_statements_lists_come_from_one_query_each_in_its_own_type(spark):
         f"and concat('r', cast(id % 4 as string)) in (/* lakewarden range list */ {ranges} /* end of lakewarden range list */) "
         f"and concat('r', cast(id % 4 as string)) in (/* lakewarden range list */ {longer} /* end of lakewarden range list */)"
     )
-    queries = []
+    queries, sent = [], []
     recording = _QueryRecorder(spark, queries)
-    replaced, count = with_range_lists(recording, code, limit=3)
-    assert len(queries) == 3  # keys once, ranges, longer: gathered in one collect (see above)
+    replaced, count = with_range_lists(recording, code, limit=3, sent=sent.append)
+    assert len(queries) == 3  # keys once, ranges, longer (the frames the Spark queries are made of)
+    # sent: the union as given, cut short (63 rows over 36), then the distinct query of the two
+    # lists the cut may have shortened (longer showed 4 values already: over a limit of 3)
+    assert sent == [1, 1]
     assert count == 3 and replaced.count("/* lakewarden range list */") == 1  # only the long one kept
     assert "'r0', 'r1'" in replaced
-    assert list_queries(code) == 1 and list_queries("select 1") == 0
+    unsent = []
+    assert with_range_lists(spark, "select 1", sent=unsent.append) == ("select 1", 0) and unsent == []
     assert sorted(row.id for row in spark.sql(replaced).collect()) == sorted(row.id for row in spark.sql(code).collect())
 
 

@@ -35,7 +35,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, Mapping, Sequence
 
 from lakewarden.errors import LakewardenError
 
@@ -571,9 +571,8 @@ class ModelRunner:
         statement = self._with_held(statement)
         try:
             if self.range_lists and "lakewarden range list" in statement:
-                # the statement's lists come from one query of their own
-                self._count(list_queries(statement))
-                statement, lists = with_range_lists(self.spark, statement)
+                # the statement's lists come from a query of their own (two when the first is cut short)
+                statement, lists = with_range_lists(self.spark, statement, sent=self._count)
                 if lists:
                     log.debug("%s %s: %d range list(s) as literals", node.resource_type, node.name, lists)
             return self.spark.sql(statement)
@@ -722,7 +721,9 @@ def _bounded_list(values: Sequence[Any], limit: int) -> list[Any] | None:
     return sorted(value for value in values if value is not None)
 
 
-def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIST_LIMIT) -> tuple[str, int]:
+def with_range_lists(
+    spark: "SparkSession", code: str, *, limit: int = RANGE_LIST_LIMIT, sent: "Callable[[int], None] | None" = None
+) -> tuple[str, int]:
     """``code`` with each range-list subquery (macros/range_list.sql) replaced by the ids it
     selects, as literals, when they are at most ``limit`` (none: a null, which selects no row);
     and how many lists were replaced. A longer list keeps its subquery: the same ranges, only
@@ -743,7 +744,7 @@ def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIS
     ))
     if not queries:
         return code, 0
-    found = dict(zip(queries, collect_lists(spark, queries, limit=limit), strict=True))
+    found = dict(zip(queries, collect_lists(spark, queries, limit=limit, sent=sent), strict=True))
     replaced = 0
 
     def ids_of(query: str) -> str | None:
@@ -767,16 +768,14 @@ def with_range_lists(spark: "SparkSession", code: str, *, limit: int = RANGE_LIS
     return RANGE_LIST.sub(literal, JOINED_RANGE_LIST.sub(joined, code)), replaced
 
 
-def list_queries(code: str) -> int:
-    """How many Spark queries :func:`with_range_lists` sends for ``code``: one for all its lists."""
-    return 1 if RANGE_LIST.search(code) or JOINED_RANGE_LIST.search(code) else 0
-
-
-def collect_lists(spark: "SparkSession", queries: Sequence[str], *, limit: int = RANGE_LIST_LIMIT) -> list[list[Any] | None]:
-    """:func:`collect_range_ids` of each query (one id or key column each), in one Spark query:
-    the lists side by side in a union, values carried as strings and given back in the
-    column's own type. At most ``RAW_ROWS_PER_LIST`` x ``limit`` x the number of lists rows
-    reach the driver, range ids or keys, never addresses.
+def collect_lists(
+    spark: "SparkSession", queries: Sequence[str], *, limit: int = RANGE_LIST_LIMIT, sent: "Callable[[int], None] | None" = None
+) -> list[list[Any] | None]:
+    """:func:`collect_range_ids` of each query (one id or key column each), in one Spark query
+    (a second when the first is cut short, below): the lists side by side in a union, values
+    carried as strings and given back in the column's own type. At most ``RAW_ROWS_PER_LIST`` x
+    ``limit`` x the number of lists rows reach the driver, range ids or keys, never addresses.
+    ``sent``: called with 1 for each Spark query sent (the runner counts a run's queries).
 
     The union is first taken as the subqueries give it, under a limit: a plan of scans and
     no shuffle, its values made distinct here. A list's subquery usually reads a few thousand
@@ -812,6 +811,8 @@ def collect_lists(spark: "SparkSession", queries: Sequence[str], *, limit: int =
     values: list[dict[Any, None]] = [{} for _ in frames]
     most = RAW_ROWS_PER_LIST * limit * len(frames)
     rows = union(numbers, distinct=False).limit(most + 1).collect()
+    if sent is not None:
+        sent(1)
     distinct_values(rows, values)
     if len(rows) > most:
         # the limit may have cut lists short: one holding more than ``limit`` values already is
@@ -821,6 +822,8 @@ def collect_lists(spark: "SparkSession", queries: Sequence[str], *, limit: int =
             for number in cut:
                 values[number] = {}
             distinct_values(union(cut, distinct=True).collect(), values)
+            if sent is not None:
+                sent(1)
     return [
         _bounded_list([None if value is None else int(value) for value in found] if is_integral else list(found), limit)
         for found, is_integral in zip(values, integral, strict=True)
