@@ -708,9 +708,9 @@ RAW_ROWS_PER_LIST = 4
 def collect_range_ids(frame: "DataFrame", *, limit: int = RANGE_LIST_LIMIT) -> list[Any] | None:
     """The distinct range ids (or 64-bit keys: macros/range_list.sql's key_list) of ``frame``'s
     first column (nulls left out), sorted; None when there are more than ``limit`` (the caller
-    then keeps its join). Range ids or keys, never addresses: at most ``limit`` + 1 rows reach
-    the driver."""
-    return _bounded_list([row[0] for row in frame.distinct().limit(limit + 1).collect()], limit)
+    then keeps its join). Range ids or keys, never addresses, gathered as :func:`collect_lists`
+    gathers a list: at most ``RAW_ROWS_PER_LIST`` x ``limit`` + 1 rows reach the driver."""
+    return _gathered_lists([frame], limit=limit)[0]
 
 
 def _bounded_list(values: Sequence[Any], limit: int) -> list[Any] | None:
@@ -785,12 +785,22 @@ def collect_lists(
     subquery repeating its values, or a list far over ``limit``), a list holding more than
     ``limit`` values among them is over it whatever was left out, and the others are asked of
     Spark again, each distinct and limited, as before."""
+    return _gathered_lists([spark.sql(f"select * from ({query}) range_list") for query in queries], limit=limit, sent=sent)
+
+
+def _gathered_lists(
+    frames: Sequence["DataFrame"], *, limit: int, sent: "Callable[[int], None] | None" = None
+) -> list[list[Any] | None]:
+    """Each frame's first column as a bounded list (:func:`collect_lists` says how)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegralType
 
-    frames = [spark.sql(f"select * from ({query}) range_list") for query in queries]
+    def counted(_queries: int) -> None:
+        pass
+
+    count = sent or counted
     integral = [isinstance(frame.schema.fields[0].dataType, IntegralType) for frame in frames]
 
     def union(numbers: Sequence[int], *, distinct: bool) -> "DataFrame":
@@ -811,8 +821,7 @@ def collect_lists(
     values: list[dict[Any, None]] = [{} for _ in frames]
     most = RAW_ROWS_PER_LIST * limit * len(frames)
     rows = union(numbers, distinct=False).limit(most + 1).collect()
-    if sent is not None:
-        sent(1)
+    count(1)
     distinct_values(rows, values)
     if len(rows) > most:
         # the limit may have cut lists short: one holding more than ``limit`` values already is
@@ -822,8 +831,7 @@ def collect_lists(
             for number in cut:
                 values[number] = {}
             distinct_values(union(cut, distinct=True).collect(), values)
-            if sent is not None:
-                sent(1)
+            count(1)
     return [
         _bounded_list([None if value is None else int(value) for value in found] if is_integral else list(found), limit)
         for found, is_integral in zip(values, integral, strict=True)
