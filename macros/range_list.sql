@@ -24,9 +24,11 @@
 
 
 {#- The 64-bit address keys (macros/physical_addresses.sql) of a few objects, for `key in (...)`:
-    the same markers, so the runner puts at most a few thousand keys in place of the subquery as
-    bigint literals, and none as a null that selects no row: Spark then proves the side empty
-    and reads nothing for it. Keys, never addresses, reach the driver. -#}
+    markers of their own, so the runner puts at most 20,000 keys (KEY_LIST_LIMIT: a bigint
+    literal costs the parser less than a range id, and a longer list is a semi join that
+    shuffles every key it filters) in place of the subquery as bigint literals, and none as a
+    null that selects no row: Spark then proves the side empty and reads nothing for it. Keys,
+    never addresses, reach the driver. -#}
 {% macro key_list(query) -%}
-    {{ range_list(query) }}
+    /* lakewarden key list */ {{ query }} /* end of lakewarden key list */
 {%- endmacro %}

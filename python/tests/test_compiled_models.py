@@ -393,6 +393,28 @@ def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark
     assert sorted(row.id for row in spark.sql(as_literals).collect()) == [0, 1, 2]
 
 
+def test_a_key_list_has_a_limit_of_its_own(spark):
+    """key_list's markers: 64-bit keys go in as literals up to ``key_limit``, whatever the range
+    lists' limit; above it the subquery stays; the same rows either way."""
+    keys = (
+        "select id from range(12) where xxhash64(cast(id as string)) in "
+        "(/* lakewarden key list */ select xxhash64(cast(id as string)) from range(6) /* end of lakewarden key list */)"
+    )
+    expected = sorted(row.id for row in spark.sql(keys).collect())
+    assert expected == list(range(6))
+    as_literals, count = with_range_lists(spark, keys, limit=3, key_limit=6)
+    assert count == 1 and "range(6)" not in as_literals and "key list" not in as_literals
+    kept, count = with_range_lists(spark, keys, limit=10, key_limit=5)
+    assert count == 0 and kept == keys
+    for statement in (as_literals, kept):
+        assert sorted(row.id for row in spark.sql(statement).collect()) == expected
+    # a key list and a range list of one statement, each against its own limit
+    both = keys + " and cast(id as string) in (/* lakewarden range list */ select cast(id as string) from range(4) /* end of lakewarden range list */)"
+    replaced, count = with_range_lists(spark, both, limit=3, key_limit=6)
+    assert count == 1 and "lakewarden range list" in replaced and "key list" not in replaced
+    assert sorted(row.id for row in spark.sql(replaced).collect()) == [0, 1, 2, 3]
+
+
 def test_a_statements_lists_come_from_one_query_each_in_its_own_type(spark):
     """Several lists in one statement: one Spark query gathers them all (a union, values carried
     as strings), each given back in its column's type; a subquery written twice is one list; a

@@ -48,6 +48,11 @@ log = logging.getLogger(__name__)
 #: the most keys of a previous uncommitted inventory the driver holds for the cut (about 100
 #: bytes each with the hash table: ~200 MB); a larger inventory is cut in Spark
 CUT_IN_DRIVER_UP_TO = 2_000_000
+#: the cut's scans read one batch of one file ahead, not Arrow's default (16 batches, 4 files):
+#: the cut runs while the JVM boots, and the default's buffers cost page faults, not speed. At
+#: 8.45M report rows (2 cores, alone): 0.14-0.17 s of system time and 1.9-2.0 s of wall time,
+#: against 1.3-5.9 s and 2.5-5.1 s; peak memory 670-710 MB against 835-860 MB
+SCAN_READAHEAD = {"batch_readahead": 1, "fragment_readahead": 1}
 
 
 @dataclass(frozen=True)
@@ -177,7 +182,7 @@ def _write_cut(
     def scan(condition: "ds.Expression") -> ac.Declaration:
         return ac.Declaration.from_sequence(
             [
-                ac.Declaration("scan", ac.ScanNodeOptions(dataset)),
+                ac.Declaration("scan", ac.ScanNodeOptions(dataset, **SCAN_READAHEAD)),
                 ac.Declaration("filter", ac.FilterNodeOptions(condition)),
                 ac.Declaration("project", ac.ProjectNodeOptions([ds.field(name) for name in names], names)),
             ]
