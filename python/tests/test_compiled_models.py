@@ -393,24 +393,31 @@ def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark
     assert sorted(row.id for row in spark.sql(as_literals).collect()) == [0, 1, 2]
 
 
-def test_a_key_list_has_a_limit_of_its_own(spark):
-    """key_list's markers: 64-bit keys go in as literals up to ``key_limit``, whatever the range
-    lists' limit; above it the subquery stays; the same rows either way."""
-    keys = (
-        "select id from range(12) where xxhash64(cast(id as string)) in "
-        "(/* lakewarden key list */ select xxhash64(cast(id as string)) from range(6) /* end of lakewarden key list */)"
-    )
-    expected = sorted(row.id for row in spark.sql(keys).collect())
+def test_a_key_list_with_a_limit_of_its_own(spark):
+    """key_list(query, limit): its markers carry the site's limit, which holds whatever the
+    range lists' limit is: literals up to it, the subquery above it; the same rows either way."""
+
+    def keys(limit: int) -> str:
+        return (
+            "select id from range(12) where xxhash64(cast(id as string)) in "
+            f"(/* lakewarden key list, up to {limit} */ select xxhash64(cast(id as string)) from range(6) "
+            "/* end of lakewarden key list */)"
+        )
+
+    expected = sorted(row.id for row in spark.sql(keys(6)).collect())
     assert expected == list(range(6))
-    as_literals, count = with_range_lists(spark, keys, limit=3, key_limit=6)
+    as_literals, count = with_range_lists(spark, keys(6), limit=3)
     assert count == 1 and "range(6)" not in as_literals and "key list" not in as_literals
-    kept, count = with_range_lists(spark, keys, limit=10, key_limit=5)
-    assert count == 0 and kept == keys
+    kept, count = with_range_lists(spark, keys(5), limit=10)
+    assert count == 0 and kept == keys(5)
     for statement in (as_literals, kept):
         assert sorted(row.id for row in spark.sql(statement).collect()) == expected
     # a key list and a range list of one statement, each against its own limit
-    both = keys + " and cast(id as string) in (/* lakewarden range list */ select cast(id as string) from range(4) /* end of lakewarden range list */)"
-    replaced, count = with_range_lists(spark, both, limit=3, key_limit=6)
+    both = keys(6) + (
+        " and cast(id as string) in (/* lakewarden range list */ select cast(id as string) from range(4) "
+        "/* end of lakewarden range list */)"
+    )
+    replaced, count = with_range_lists(spark, both, limit=3)
     assert count == 1 and "lakewarden range list" in replaced and "key list" not in replaced
     assert sorted(row.id for row in spark.sql(replaced).collect()) == [0, 1, 2, 3]
 

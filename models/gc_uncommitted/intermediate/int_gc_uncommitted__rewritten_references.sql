@@ -66,7 +66,8 @@ written_since as (
 
 {% if kept_keys -%}
 -- The keys written since, as a key list (below), met among the kept keys of the entries of
--- every range read before: none (a no-op run) reads no key at all.
+-- every range read before: none (a no-op run) reads no key at all. Up to 20,000 keys go in as
+-- literals (macros/range_list.sql says why here and not in lifecycle's pass).
 kept_keys as (
 
     select previous_entry_keys.address_key
@@ -77,7 +78,8 @@ kept_keys as (
         ~ " cross join " ~ ref('stg_lakefs__repository') ~ " as namespace"
         ~ " left anti join " ~ ref('int_gc_uncommitted__committed_references') ~ " as read_now"
         ~ " on candidates.compared_address = read_now.compared_address"
-        ~ " where candidates.candidate_source = 'created_since_previous_run'"
+        ~ " where candidates.candidate_source = 'created_since_previous_run'",
+        limit=20000
     ) }})
 
 ),

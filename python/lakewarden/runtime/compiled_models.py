@@ -688,8 +688,10 @@ def source_id(source: str, table: str, *, project: str = "lakewarden") -> str:
 
 #: how macros/range_list.sql marks a subquery selecting range ids
 RANGE_LIST = re.compile(r"/\* lakewarden range list \*/(?P<query>.*?)/\* end of lakewarden range list \*/", re.DOTALL)
-#: how macros/range_list.sql's key_list marks a list of 64-bit keys (bigint literals, KEY_LIST_LIMIT)
-KEY_LIST = re.compile(r"/\* lakewarden key list \*/(?P<query>.*?)/\* end of lakewarden key list \*/", re.DOTALL)
+#: how macros/range_list.sql's key_list marks a list of 64-bit keys with a limit of its own
+KEY_LIST = re.compile(
+    r"/\* lakewarden key list, up to (?P<limit>\d+) \*/(?P<query>.*?)/\* end of lakewarden key list \*/", re.DOTALL
+)
 #: how macros/range_list.sql's skip_to_ranges writes ``column in (list)`` for ranges a join selects already
 JOINED_RANGE_LIST = re.compile(
     r"(?P<column>[\w.`]+) in \(/\* lakewarden range list, also joined \*/(?P<query>.*?)/\* end of lakewarden range list \*/\)",
@@ -702,13 +704,6 @@ JOINED_RANGE_LIST = re.compile(
 NODES_AT_ONCE = 2
 #: at most this many ids go into a statement as literals; a longer list stays the subquery
 RANGE_LIST_LIMIT = 5000
-#: at most this many 64-bit keys (key_list) go in as literals: a bigint literal costs Spark's
-#: parser and analyser less than a range id, and a longer key list is an IN-subquery that Spark
-#: plans as a sort-merge semi join, shuffling every key of the side it filters. Measured on 2
-#: cores (7.6M kept entry keys, uncommitted GC at 8.45M objects): 8,450 literals planned in
-#: 0.16 s and the scan took 0.5 s; 20,000 in 0.3 s and 0.7 s; the subquery cost that model
-#: 2.9 s against 0.8 s for a no-op's empty list
-KEY_LIST_LIMIT = 20000
 #: collect_lists first takes up to this many rows a list, as the subqueries give them (duplicates
 #: included), before it asks Spark for each list's distinct values
 RAW_ROWS_PER_LIST = 4
@@ -735,12 +730,11 @@ def with_range_lists(
     code: str,
     *,
     limit: int = RANGE_LIST_LIMIT,
-    key_limit: int = KEY_LIST_LIMIT,
     sent: "Callable[[int], None] | None" = None,
 ) -> tuple[str, int]:
     """``code`` with each range-list subquery (macros/range_list.sql) replaced by the ids it
-    selects, as literals, when they are at most ``limit`` (``key_limit`` for a key list; none:
-    a null, which selects no row); and how many lists were replaced. A longer list keeps its
+    selects, as literals, when they are at most ``limit`` (a key list with a limit of its own:
+    at most that; none: a null, which selects no row); and how many lists were replaced. A longer list keeps its
     subquery: the same ranges, only without the Parquet reader's skipping. A longer list of
     ranges a join selects already (skip_to_ranges) becomes ``true`` instead: the join gives the
     same rows, where the subquery would be planned as a second join shuffling every entry. Each
@@ -755,7 +749,7 @@ def with_range_lists(
 
     lists = dict.fromkeys(
         [(match.group("query"), limit) for pattern in (JOINED_RANGE_LIST, RANGE_LIST) for match in pattern.finditer(code)]
-        + [(match.group("query"), key_limit) for match in KEY_LIST.finditer(code)]
+        + [(match.group("query"), int(match.group("limit"))) for match in KEY_LIST.finditer(code)]
     )
     if not lists:
         return code, 0
@@ -783,7 +777,7 @@ def with_range_lists(
         return match.group(0) if ids is None else ids
 
     def keys(match: "re.Match[str]") -> str:
-        ids = ids_of(match.group("query"), key_limit)
+        ids = ids_of(match.group("query"), int(match.group("limit")))
         return match.group(0) if ids is None else ids
 
     return KEY_LIST.sub(keys, RANGE_LIST.sub(literal, JOINED_RANGE_LIST.sub(joined, code))), replaced
