@@ -726,20 +726,16 @@ def _bounded_list(values: Sequence[Any], limit: int) -> list[Any] | None:
 
 
 def with_range_lists(
-    spark: "SparkSession",
-    code: str,
-    *,
-    limit: int = RANGE_LIST_LIMIT,
-    sent: "Callable[[int], None] | None" = None,
+    spark: "SparkSession", code: str, *, limit: int = RANGE_LIST_LIMIT, sent: "Callable[[int], None] | None" = None
 ) -> tuple[str, int]:
     """``code`` with each range-list subquery (macros/range_list.sql) replaced by the ids it
-    selects, as literals, when they are at most ``limit`` (a key list with a limit of its own:
-    at most that; none: a null, which selects no row); and how many lists were replaced. A longer list keeps its
-    subquery: the same ranges, only without the Parquet reader's skipping. A longer list of
-    ranges a join selects already (skip_to_ranges) becomes ``true`` instead: the join gives the
-    same rows, where the subquery would be planned as a second join shuffling every entry. Each
-    subquery reads tables this build made already (the node's parents) and returns range ids
-    or keys, never addresses.
+    selects, as literals, when they are at most ``limit`` (a key list's own limit when its
+    markers carry one; none: a null, which selects no row); and how many lists were replaced.
+    A longer list keeps its subquery: the same ranges, only without the Parquet reader's
+    skipping. A longer list of ranges a join selects already (skip_to_ranges) becomes ``true``
+    instead: the join gives the same rows, where the subquery would be planned as a second join
+    shuffling every entry. Each subquery reads tables this build made already (the node's
+    parents) and returns range ids or keys, never addresses.
 
     Every list of the statement comes from one Spark query (:func:`collect_lists`), and a
     subquery written twice is run once: each query costs its planning and jobs whatever it
