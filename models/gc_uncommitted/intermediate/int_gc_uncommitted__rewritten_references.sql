@@ -23,6 +23,15 @@
 
 {%- set optimized = var('gc_uncommitted_mode', 'clean') == 'optimized' %}
 {%- set kept_keys = optimized and var('gc_uncommitted_kept_entry_keys', false) %}
+{#- written_since's keys (below) as a query of their own, for the key list: the runner runs it
+    before the statement, where the statement's CTEs do not exist -#}
+{%- set written_since_keys =
+    "select " ~ physical_key('candidates.compared_address', 'namespace.storage_namespace_root')
+    ~ " from " ~ ref('int_gc_uncommitted__candidate_objects') ~ " as candidates"
+    ~ " cross join " ~ ref('stg_lakefs__repository') ~ " as namespace"
+    ~ " left anti join " ~ ref('int_gc_uncommitted__committed_references') ~ " as read_now"
+    ~ " on candidates.compared_address = read_now.compared_address"
+    ~ " where candidates.candidate_source = 'created_since_previous_run'" %}
 
 with
 
@@ -72,15 +81,7 @@ kept_keys as (
 
     select previous_entry_keys.address_key
     from {{ ref('stg_lakewarden__gc_uncommitted_previous_entry_keys') }} as previous_entry_keys
-    where previous_entry_keys.address_key in ({{ key_list(
-        "select " ~ physical_key('candidates.compared_address', 'namespace.storage_namespace_root')
-        ~ " from " ~ ref('int_gc_uncommitted__candidate_objects') ~ " as candidates"
-        ~ " cross join " ~ ref('stg_lakefs__repository') ~ " as namespace"
-        ~ " left anti join " ~ ref('int_gc_uncommitted__committed_references') ~ " as read_now"
-        ~ " on candidates.compared_address = read_now.compared_address"
-        ~ " where candidates.candidate_source = 'created_since_previous_run'",
-        limit=20000
-    ) }})
+    where previous_entry_keys.address_key in ({{ key_list(written_since_keys, limit=20000) }})
 
 ),
 
@@ -110,14 +111,7 @@ entry_keys as (
     from ranges
     cross join repository
     {%- if optimized %}
-    where {{ address_key('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }} in ({{ key_list(
-        "select " ~ physical_key('candidates.compared_address', 'namespace.storage_namespace_root')
-        ~ " from " ~ ref('int_gc_uncommitted__candidate_objects') ~ " as candidates"
-        ~ " cross join " ~ ref('stg_lakefs__repository') ~ " as namespace"
-        ~ " left anti join " ~ ref('int_gc_uncommitted__committed_references') ~ " as read_now"
-        ~ " on candidates.compared_address = read_now.compared_address"
-        ~ " where candidates.candidate_source = 'created_since_previous_run'"
-    ) }})
+    where {{ address_key('ranges.address', 'ranges.address_type', 'repository.storage_namespace_root') }} in ({{ key_list(written_since_keys) }})
     {%- endif %}
 
 ),
