@@ -51,6 +51,9 @@ FORMATS = {"csv": "CSV", "parquet": "Parquet", "orc": "ORC"}
 #: Canonical field names (lower case, no underscores) -> the role they play here.
 FIELD_BUCKET, FIELD_KEY, FIELD_SIZE, FIELD_MODIFIED = "bucket", "key", "size", "lastmodifieddate"
 FIELD_LATEST, FIELD_DELETE_MARKER = "islatest", "isdeletemarker"
+#: the only fields of an S3 report that :func:`inventory_rows` reads (an optimized run's cut in
+#: the driver keeps no other column: lakewarden.inventories.cut.ReportColumns)
+S3_FIELDS_READ = frozenset({FIELD_BUCKET, FIELD_KEY, FIELD_SIZE, FIELD_MODIFIED, FIELD_LATEST, FIELD_DELETE_MARKER})
 
 
 def _canonical_field(name: str) -> str:
@@ -604,7 +607,7 @@ def locate_inventory(
         file_format=parsed.file_format,
         paths=tuple(str(path) for path in paths),
         uri_root=f"s3://{ns.authority}/",
-        columns=ReportColumns(key=_field_of(FIELD_KEY), modified=_field_of(FIELD_MODIFIED)),
+        columns=ReportColumns(key=_field_of(FIELD_KEY), modified=_field_of(FIELD_MODIFIED), read=_fields_read),
         fingerprint=fingerprint_of(data),
         created=s3_created(parsed.raw, manifest),
         parsed=parsed,
@@ -695,6 +698,12 @@ def _field_of(canonical: str) -> "Callable[[Sequence[str]], str | None]":
         return next((name for name in reversed(names) if _canonical_field(name) == canonical), None)
 
     return column
+
+
+def _fields_read(names: Sequence[str]) -> list[str]:
+    """The columns of a Parquet or ORC report that :func:`inventory_rows` reads: those holding one
+    of :data:`S3_FIELDS_READ` (every column of the name: the reader keeps the last)."""
+    return [name for name in names if _canonical_field(name) in S3_FIELDS_READ]
 
 
 # -- listing -----------------------------------------------------------------------------------

@@ -91,7 +91,9 @@ def _times(kind: pa.DataType, moments: list[datetime | None]) -> pa.Array:
 
 
 def _s3_parquet(root: Path, keys: list[str | None], moments: list[datetime | None], kind: pa.DataType, parts: int) -> Path:
-    """An S3 Parquet report whose last_modified_date column has Arrow type ``kind``."""
+    """An S3 Parquet report whose last_modified_date column has Arrow type ``kind``; some rows
+    not the latest version or a delete marker, and columns the reader never reads (the cut
+    leaves those out)."""
     manifest = write_inventory(root, "Parquet", [("repo/ns/placeholder", 1, 0, True, False)], parts=1, created=CREATED)
     data = json.loads(manifest.read_text())
     data_dir = root / BUCKET / "inv-config" / "data"
@@ -104,10 +106,13 @@ def _s3_parquet(root: Path, keys: list[str | None], moments: list[datetime | Non
             {
                 "bucket": pa.array([BUCKET] * len(chunk), pa.string()),
                 "key": pa.array([keys[i] for i in chunk], pa.string()),
-                "is_latest": pa.array([True] * len(chunk)),
-                "is_delete_marker": pa.array([False] * len(chunk)),
+                "version_id": pa.array([f"v{i}" for i in chunk], pa.string()),
+                "is_latest": pa.array([i % 7 != 3 for i in chunk]),
+                "is_delete_marker": pa.array([i % 11 == 5 for i in chunk]),
                 "size": pa.array([i for i in chunk], pa.int64()),
                 "last_modified_date": _times(kind, [moments[i] for i in chunk]),
+                "e_tag": pa.array([f"etag-{i}" for i in chunk], pa.string()),
+                "storage_class": pa.array(["STANDARD"] * len(chunk), pa.string()),
             }
         )
         path = data_dir / f"part-{part}.parquet"
@@ -242,6 +247,34 @@ def test_a_report_the_driver_cannot_read_as_spark_does_is_cut_in_spark(spark: An
     assert in_driver == in_spark and in_spark
 
 
+def test_the_cut_keeps_only_the_columns_the_reader_reads(tmp_path: Path) -> None:
+    """An S3 report's cut holds the columns inventory_rows reads (bucket, key, version flags,
+    size, time: in the report's order), not those it never reads (version id, ETag, storage
+    class), so the driver does not decode them; an Azure or GCS report's cut keeps every column
+    (their row filters look at the columns a file has)."""
+    from lakewarden.inventory import locate_inventory
+
+    keys: list[str | None] = [f"repo/ns/data/k{i}" for i in range(12)]
+    manifest = _s3_parquet(tmp_path / "report", keys, [T0 + timedelta(seconds=i - 6) for i in range(12)], pa.timestamp("ms", tz="UTC"), parts=2)
+    previous_dir = tmp_path / "prev"
+    previous_dir.mkdir()
+    pq.write_table(pa.table({"physical_address": [f"s3://{BUCKET}/repo/ns/data/k1"]}), previous_dir / "part-00000.parquet")
+    report = locate_inventory(str(manifest), NS)
+    cut = cut_module.cut_parquet_report(
+        report.paths, columns=report.columns, uri_root=report.uri_root, previous_location=previous_dir, cutoff=T0, work_dir=tmp_path / "cut"
+    )
+    assert cut is not None
+    table = pq.read_table(list(cut.paths))
+    assert table.column_names == ["bucket", "key", "is_latest", "is_delete_marker", "size", "last_modified_date"]
+    assert sorted(table.column("key").to_pylist()) == sorted(["repo/ns/data/k1", *(f"repo/ns/data/k{i}" for i in range(7, 12))])
+    everything = cut_module.ReportColumns(key=report.columns.key, modified=report.columns.modified)
+    cut = cut_module.cut_parquet_report(
+        report.paths, columns=everything, uri_root=report.uri_root, previous_location=previous_dir, cutoff=T0, work_dir=tmp_path / "all"
+    )
+    assert cut is not None
+    assert pq.read_schema(cut.paths[0]).names == pq.read_schema(report.paths[0]).names
+
+
 def test_a_csv_report_is_cut_in_spark(spark: Any, tmp_path: Path) -> None:
     """CSV keys are form-encoded and times are text, which only Spark's parsing reads as the
     reader does: no cut in the driver is tried (the same rows as without a location)."""
@@ -261,9 +294,9 @@ def test_the_cut_is_made_when_the_rows_are_asked_for(spark: Any, tmp_path: Path,
     manifest = _s3_parquet(tmp_path / "report", keys, [T0] * 10, pa.timestamp("ms", tz="UTC"), parts=1)
     from dataclasses import replace
 
-    considered = replace(_previous(spark, tmp_path / "prev", [f"s3://{BUCKET}/repo/ns/data/k3"]), previous_location=tmp_path / "prev")
+    considered = replace(_previous(spark, tmp_path / "prev", [f"s3://{BUCKET}/repo/ns/data/k2"]), previous_location=tmp_path / "prev")
     with caplog.at_level(logging.INFO, logger=CUT_LOG):
         rows = prepare_storage_inventory(spark, NS, str(manifest), considered=considered)
         assert not any(CUT_LOG == record.name for record in caplog.records)
-        assert [row[0] for row in _rows(rows())] == [f"s3://{BUCKET}/repo/ns/data/k3"]
+        assert [row[0] for row in _rows(rows())] == [f"s3://{BUCKET}/repo/ns/data/k2"]
     assert any("cut in the driver" in record.getMessage() for record in caplog.records)
