@@ -383,19 +383,42 @@ def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark
     assert count == 1 and "in (null)" in empty
     assert spark.sql(empty).count() == 0
 
-    # 64-bit keys (key_list): bigint literals, the same rows as the subquery
+    # 64-bit keys (key_list): a query of a local view holding them, the same rows as the subquery
     keys = (
         "select id from range(10) where xxhash64(cast(id as string)) in "
-        "(/* lakewarden range list */ select xxhash64(cast(id as string)) from range(3) /* end of lakewarden range list */)"
+        "(/* lakewarden key list, up to 5000 */ select xxhash64(cast(id as string)) from range(3) /* end of lakewarden key list */)"
     )
-    as_literals, count = with_range_lists(spark, keys)
-    assert count == 1 and "range(3)" not in as_literals and "'" not in as_literals
-    assert sorted(row.id for row in spark.sql(as_literals).collect()) == [0, 1, 2]
+    in_view, count = with_range_lists(spark, keys)
+    assert count == 1 and "range(3)" not in in_view and "lakewarden_key_list_" in in_view
+    assert sorted(row.id for row in spark.sql(in_view).collect()) == [0, 1, 2]
+    # and no key: a null, as for range ids
+    none, count = with_range_lists(spark, keys.replace("range(3)", "range(0)"))
+    assert count == 1 and "in (null)" in none and spark.sql(none).count() == 0
+
+
+def test_a_key_list_is_a_local_view_planned_as_a_broadcast_semi_join(spark):
+    """A key list's keys come back as a query of a temporary view of a local relation: the
+    statement reads no other table for them, and Spark plans the test as a broadcast semi join
+    (no shuffle of the side tested)."""
+    code = (
+        "select id from range(100) where xxhash64(id) in "
+        "(/* lakewarden key list, up to 50 */ select xxhash64(id) from range(40) where id % 3 = 0 /* end of lakewarden key list */)"
+    )
+    replaced, count = with_range_lists(spark, code)
+    assert count == 1
+    view = replaced.split("select key from ")[1].split(")")[0]
+    assert spark.table(view).schema.simpleString() == "struct<key:bigint>"
+    assert sorted(row.key for row in spark.table(view).collect()) == sorted(row[0] for row in spark.sql("select xxhash64(id) from range(40) where id % 3 = 0").collect())
+    frame = spark.sql(replaced)
+    plan = frame._jdf.queryExecution().executedPlan().toString()
+    assert "LocalTableScan" in plan and "Exchange hashpartitioning" not in plan and "SortMergeJoin" not in plan, plan
+    assert sorted(row.id for row in frame.collect()) == list(range(0, 40, 3))
 
 
 def test_a_key_list_with_a_limit_of_its_own(spark):
     """key_list(query, limit): its markers carry the site's limit, which holds whatever the
-    range lists' limit is: literals up to it, the subquery above it; the same rows either way."""
+    range lists' limit is: the keys in a local view up to it, the subquery above it; the same
+    rows either way."""
 
     def keys(limit: int) -> str:
         return (
@@ -406,11 +429,11 @@ def test_a_key_list_with_a_limit_of_its_own(spark):
 
     expected = sorted(row.id for row in spark.sql(keys(6)).collect())
     assert expected == list(range(6))
-    as_literals, count = with_range_lists(spark, keys(6), limit=3)
-    assert count == 1 and "range(6)" not in as_literals and "key list" not in as_literals
+    in_view, count = with_range_lists(spark, keys(6), limit=3)
+    assert count == 1 and "range(6)" not in in_view and "key list" not in in_view
     kept, count = with_range_lists(spark, keys(5), limit=10)
     assert count == 0 and kept == keys(5)
-    for statement in (as_literals, kept):
+    for statement in (in_view, kept):
         assert sorted(row.id for row in spark.sql(statement).collect()) == expected
     # a key list and a range list of one statement, each against its own limit
     both = keys(6) + (

@@ -56,7 +56,7 @@ committed_references as (
 -- Only the objects written since that no range this run reads references: those it does are
 -- subtracted by address anyway (gc_uncommitted_inventory). At 1% churn most objects written since
 -- are the new commits' own (9,000 of 10,000 at 1M stored objects), so this leaves a key list of
--- the few abandoned ones, short enough to go into the statement as literals.
+-- the few abandoned ones, short enough for the runner to hold in a local view (key_list).
 written_since as (
 
     select
@@ -75,13 +75,13 @@ written_since as (
 
 {% if kept_keys -%}
 -- The keys written since, as a key list (below), met among the kept keys of the entries of
--- every range read before: none (a no-op run) reads no key at all. Up to 20,000 keys go in as
--- literals (macros/range_list.sql says why here and not in lifecycle's pass).
+-- every range read before: none (a no-op run) reads no key at all. Up to 20,000 keys are
+-- held in a local view the kept keys meet in a broadcast semi join (macros/range_list.sql).
 kept_keys as (
 
     select previous_entry_keys.address_key
     from {{ ref('stg_lakewarden__gc_uncommitted_previous_entry_keys') }} as previous_entry_keys
-    where previous_entry_keys.address_key in ({{ key_list(written_since_keys, limit=20000) }})
+    where previous_entry_keys.address_key in ({{ key_list(written_since_keys) }})
 
 ),
 
