@@ -289,16 +289,9 @@ READ_RANGES_KEPT_NOTE = (
 def kept_in_ranges(spark: "SparkSession", snapshot_schema: str, range_ids: "DataFrame", marked: "DataFrame") -> "DataFrame":
     """The objects of the ranges ``range_ids`` (one ``range_id`` column) that ``marked`` does not
     hold, one row per address (``earliest_modified_at``, ``size_bytes``): the ``kept`` of a job
-    that reads only some ranges (lifecycle), so its figures read those and no others
-    (:func:`objects_in_ranges`, then :func:`not_marked`)."""
-    return not_marked(objects_in_ranges(spark, snapshot_schema, range_ids), marked)
-
-
-def objects_in_ranges(spark: "SparkSession", snapshot_schema: str, range_ids: "DataFrame") -> "DataFrame":
-    """The objects of the ranges ``range_ids`` (one ``range_id`` column), one row per address key
-    (``address_key``, ``earliest_modified_at``, ``size_bytes``). A few thousand ids become a
-    literal list (the Parquet reader skips the other ranges' row groups, as the models' range
-    lists do); more are a semi-join; none reads no entry."""
+    that reads only some ranges (lifecycle), so its figures read those and no others. A few
+    thousand ids become a literal list (the Parquet reader skips the other ranges' row groups,
+    as the models' range lists do); more are a semi-join; none reads no entry."""
     from pyspark.sql import functions as F
 
     from lakewarden.runtime.compiled_models import collect_range_ids
@@ -309,19 +302,14 @@ def objects_in_ranges(spark: "SparkSession", snapshot_schema: str, range_ids: "D
         entries = entries.where(F.col("range_id").isin(ids) if ids else F.lit(False))
     else:
         entries = entries.join(range_ids.select("range_id").distinct(), "range_id", "left_semi")
+    marked_keys = marked.select(F.xxhash64("address").alias("address_key")).distinct()
     return (
         entries.select(F.xxhash64("address").alias("address_key"), "last_modified", "size")
         .groupBy("address_key")
         .agg(F.min("last_modified").alias("earliest_modified_at"), F.max("size").alias("size_bytes"))
+        .join(marked_keys, "address_key", "left_anti")
+        .select("earliest_modified_at", "size_bytes")
     )
-
-
-def not_marked(objects: "DataFrame", marked: "DataFrame") -> "DataFrame":
-    """``objects`` (:func:`objects_in_ranges`' rows) that ``marked`` does not hold."""
-    from pyspark.sql import functions as F
-
-    marked_keys = marked.select(F.xxhash64("address").alias("address_key")).distinct()
-    return objects.join(marked_keys, "address_key", "left_anti").select("earliest_modified_at", "size_bytes")
 
 
 def marked_reasons(job: str, marked: "DataFrame") -> "Column":

@@ -31,7 +31,7 @@ from lakewarden.jobs.common import (
 from lakewarden.jobs.shape import Job, SweepOutcome, run_job
 from lakewarden.jobs.lifecycle.policy import LifecyclePolicy, load_lifecycle_policy
 from lakewarden.reports.directory import Report, default_report_dir
-from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, figures_document, not_marked, objects_in_ranges, save_figures
+from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, figures_document, kept_in_ranges, save_figures
 from lakewarden.runtime import spark_session
 from lakewarden.runtime.spark_session import small_form_for
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
@@ -39,7 +39,6 @@ from lakewarden.state_tables import append_frame, append_rows, state_lock
 from lakewarden.timestamps import from_spark
 
 if TYPE_CHECKING:  # pragma: no cover
-    from concurrent.futures import Future
     from lakewarden.jobs.options import RunOptions
 
 log = logging.getLogger(__name__)
@@ -266,8 +265,6 @@ def mark_lifecycle(
         ranges, entries = ranges_read(context)
         reads_ranges = ranges > 0
         rest_rows: int | None = 0  # a run that reads no range: every step after the decision is empty
-        # the objects of the ranges read, for the report's kept ages, gathered beside the pass
-        read_objects = _objects_read_beside(context) if reads_ranges else None
         if not reads_ranges:
             log.info("lifecycle: this run reads no range (nothing new, no age crossed a rule's threshold): no scan planned")
         else:
@@ -282,7 +279,7 @@ def mark_lifecycle(
                 context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
             rest_rows = rows_after_references(context, entries)
         with context.form_for(rest_rows):
-            return _mark_rest(context, report, ledger, reads_ranges=reads_ranges, read_objects=read_objects, **variables)
+            return _mark_rest(context, report, ledger, reads_ranges=reads_ranges, **variables)
     except Exception as exc:
         error = error_line(exc)
         report.finish(success=False, status="failed", error=error)
@@ -293,30 +290,8 @@ def mark_lifecycle(
         raise
 
 
-def _objects_read_beside(context: JobContext) -> "Future[Any]":
-    """The objects of the ranges this run reads (:func:`objects_in_ranges`), held in memory, in a
-    thread of their own: the pass over every entry leaves one core idle while Spark plans its
-    statements, and the figures then only take out the marks."""
-    import threading
-    from concurrent.futures import Future
-    spark = context.spark
-    read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
-    future: Future[Any] = Future()
-
-    def gather() -> None:
-        spark.sparkContext.setJobDescription("lakewarden report figures")
-        try:
-            future.set_result(objects_in_ranges(spark, SNAPSHOT_SCHEMA, read_ranges).localCheckpoint(eager=True))
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the objects
-            future.set_exception(exc)
-
-    threading.Thread(target=gather, name="lifecycle-read-objects", daemon=True).start()
-    return future
-
-
 def _mark_rest(
-    context: JobContext, report: Report, ledger: "RunLedger", *, reads_ranges: bool, read_objects: "Future[Any] | None" = None,
-    **variables: Any,
+    context: JobContext, report: Report, ledger: "RunLedger", *, reads_ranges: bool, **variables: Any
 ) -> LifecycleResult:
     """The mark after the pass over every entry: the decisions on what it found, the safety
     tests, the report's figures and the outputs."""
@@ -330,14 +305,10 @@ def _mark_rest(
     # kept: the objects of the ranges this run read (none in a run that reads no range)
     read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
 
-    def kept() -> Any:
-        objects = read_objects.result() if read_objects is not None else objects_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges)
-        return not_marked(objects, marked)
-
     def draw() -> dict[str, Any] | None:
         return figures_document(
             context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
-            kept=kept, kept_note=READ_RANGES_KEPT_NOTE,
+            kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
             # the graph models walked this snapshot's commit graph already (the marked mart is built on them)
             reachability=context.model_runner().reachability.computed(),
         )
