@@ -25,10 +25,10 @@
 
 {#- The 64-bit address keys (macros/physical_addresses.sql) of a few objects, for `key in (...)`:
     in a plain `dbt build` the subquery. The lakewarden runner runs the subquery first, as it
-    does a range list's, and when it returns at most `limit` keys (20,000 unless the site says:
-    they bound what reaches the driver, 8 bytes a key)
-    puts in its place a query of a temporary view holding them, made in the driver from the
-    keys it collected (lakewarden.runtime.compiled_models.key_list_view); none becomes a null
+    does a range list's, and when it returns at most `limit` keys (20,000 unless the site says;
+    the limit bounds what reaches the driver) puts in its place a query of a temporary view
+    holding them, made in the driver from the keys it collected
+    (lakewarden.runtime.compiled_models.key_list_view); none becomes a null
     that selects no row, so Spark proves the side empty and reads nothing for it. Keys, never
     addresses, reach the driver. Spark plans the test as a broadcast semi join of those few
     rows: no shuffle, and no text to parse. Literals, as range lists get, gave Spark thousands
@@ -37,8 +37,8 @@
     entry keys at 8.45M objects) took 1.6-1.75 s with the view, 2.15-2.35 s as literals and
     2.9 s as the subquery, which Spark planned as a sort-merge semi join shuffling every kept
     key; lifecycle's pass over every entry at 1M entries 1.55-1.85 s against 1.7-2.3 s as
-    literals, and at 8.45M (three lists of ~13,000 keys) 4.7 s against 4.5-5.5 s as the
-    subqueries and 7.9-8.4 s as literals. -#}
+    literals, and at 8.45M (three lists of ~13,000 keys) 4.7-5.1 s against 4.3-5.5 s as the
+    subqueries (the same, within the noise) and 7.9-8.4 s as literals. -#}
 {% macro key_list(query, limit=20000) -%}
     /* lakewarden key list, up to {{ limit | int }} */ {{ query }} /* end of lakewarden key list */
 {%- endmacro %}

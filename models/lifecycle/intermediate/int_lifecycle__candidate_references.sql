@@ -4,10 +4,10 @@
 -- object shares a 64-bit key with a newly expired entry's object (every reference to a
 -- candidate object decides whether it survives), and one row per staged entry sharing such a
 -- key. Paths and objects are looked up by 64-bit keys, up to 20,000 of each held in a local
--- view the scan meets in a broadcast join: the entries are read once and never moved. A key shared by a collision only adds a
--- reference the later steps compare in full. With each committed entry: whether a commit
--- lists its range, whether a potential commit does, and the branch contexts of the commits
--- that do (int_lifecycle__range_branches).
+-- view the scan meets in a broadcast join: the entries are read once and never moved. A key
+-- shared by a collision only adds a reference the later steps compare in full. With each
+-- committed entry: whether a commit lists its range, whether a potential commit does, and the
+-- branch contexts of the commits that do (int_lifecycle__range_branches).
 
 with
 
