@@ -1,5 +1,6 @@
--- Step 5 of the design, deduplications: one row per address to remove that must be kept
--- because something that should survive still references it: an entry, in any range of any
+-- Step 5 of the design, deduplications: one row per object that something that should survive
+-- still references, among the objects int_lifecycle__candidate_references holds (every address
+-- to remove is one of them, so each one to keep is here): an entry, in any range of any
 -- commit (potential or not), whose path the policy does not expire in every branch context
 -- reaching it (no rule matches it there, or it is too young); an entry of a range no commit
 -- lists (written by a commit in progress); or a staged entry on any branch. Every such
@@ -8,19 +9,16 @@
 -- Judging every occurrence, not "any occurrence in a non-potential commit", is stricter than
 -- the design only in deleting what the design would keep for no reason; it keeps everything
 -- the design keeps for a reason.
+-- Judged for every object the references hold, not only for the addresses to remove
+-- (int_lifecycle__addresses_to_remove, computed from the same references): the mark's anti join
+-- keeps the same addresses, and this step needs nothing from that one, so the runner builds the
+-- two at once.
 
 with
 
 candidate_references as (
 
     select * from {{ ref('int_lifecycle__candidate_references') }}
-    {{- lifecycle_unless_no_range_read() }}
-
-),
-
-addresses_to_remove as (
-
-    select * from {{ ref('int_lifecycle__addresses_to_remove') }}
     {{- lifecycle_unless_no_range_read() }}
 
 ),
@@ -37,18 +35,9 @@ rule_list as (
 
 ),
 
-candidate_addresses as (
-
-    select distinct physical_address
-    from addresses_to_remove
-
-),
-
 occurrences as (
 
-    select candidate_references.*
-    from candidate_references
-    left semi join candidate_addresses on candidate_references.physical_address = candidate_addresses.physical_address
+    select * from candidate_references
 
 ),
 

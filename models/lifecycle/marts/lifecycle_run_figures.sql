@@ -88,7 +88,11 @@ final as (
         read_figures.ranges_crossed,
         read_figures.ranges_read,
         (select count(*) from addresses_to_remove) as paths_newly_expired,
-        (select count(*) from deduplications) as addresses_kept_for_duplicates,
+        -- deduplications judges every object the references hold: count those of addresses to remove
+        (
+            select count(*) from deduplications
+            left semi join addresses_to_remove on deduplications.physical_address = addresses_to_remove.physical_address
+        ) as addresses_kept_for_duplicates,
         previous_run.last_deleting_run_id
     from commit_figures
     cross join range_figures

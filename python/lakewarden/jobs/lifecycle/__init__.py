@@ -55,6 +55,8 @@ NEWLY_EXPIRED = "int_lifecycle__newly_expired_entries"
 REFERENCES = "int_lifecycle__candidate_references"
 #: the mart the report's figures draw: built first of the rest, so they are drawn beside the others
 MARKED = "lifecycle_marked_addresses"
+#: the run's own figures (the summary's): built beside the marked mart, from the same steps
+RUN_FIGURES = "lifecycle_run_figures"
 MARK_MODELS = "+lifecycle_marked_addresses +lifecycle_rule_stats +lifecycle_run_figures +new_range_windows"
 RULES_TABLE = f"{SNAPSHOT_SCHEMA}.lifecycle_policy_rules"
 EVENTS = "lifecycle_run_events"  # state tables (lakewarden.state_tables), kept across runs
@@ -297,10 +299,13 @@ def _mark_rest(
     tests, the report's figures and the outputs."""
     from pyspark.sql import functions as F
 
-    # the marked mart first: the figures draw it while the other marts, the safety tests and
-    # the writes run (1M entries, an incremental run: the figures took 1.9 s, 1.3 s of it after
-    # the safety tests when they started after every mart)
-    context.build_models(MARK_MODELS, only_upstream_of=(MARKED,), lifecycle_reads_ranges=reads_ranges, part="models", **variables)
+    # the marked mart first (with the run's figures, which need the same steps and not the
+    # mart: the runner builds the two at once): the report's figures draw it while the other
+    # marts, the safety tests and the writes run (1M entries, an incremental run: the figures
+    # took 1.9 s, 1.3 s of it after the safety tests when they started after every mart)
+    context.build_models(
+        MARK_MODELS, only_upstream_of=(MARKED, RUN_FIGURES), lifecycle_reads_ranges=reads_ranges, part="models", **variables
+    )
     marked = context.table(MARKED)
     # kept: the objects of the ranges this run read (none in a run that reads no range)
     read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
@@ -318,8 +323,9 @@ def _mark_rest(
     # the figures are computed beside the other marts, the safety tests and the writes, and
     # saved only once the tests passed and the outputs are written
     with drawn_beside(draw, lambda document: save_figures(report.directory, document)):
-        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="models", **variables)
-        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, part="tests", **variables)
+        # the other mart and the safety tests at once (a test starts once the marts it reads
+        # are built); nothing is written before both are done and the tests passed
+        context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, **variables)
         record_policy(context)
         figures = _figures(context)
         figures["range_windows_computed"] = context.keep_range_windows()
@@ -437,7 +443,7 @@ def rows_after_references(context: JobContext, entries: int | None) -> int | Non
 
 def _figures(context: JobContext) -> dict[str, Any]:
     """What the run looked at, for the summary and the console (the lifecycle_run_figures mart)."""
-    row = context.table("lifecycle_run_figures").first()
+    row = context.table(RUN_FIGURES).first()
     figures = row.asDict() if row is not None else {}
     return {
         "commits": int(figures.get("commits") or 0),
