@@ -304,3 +304,26 @@ def test_figures_take_the_runs_reachability_and_load_no_commit_graph(spark, snap
     assert figures.by_branch.groups == {
         "feat": Group(2, 600), DANGLING: Group(1, 500), "main": Group(1, 200), NOT_IN_COMMIT: Group(1, 50),
     }
+
+
+def test_figures_in_one_query_equal_the_two_query_answer(spark, snapshot: str, tmp_path: Path) -> None:
+    """With the run's reachability given and each marked object's ranges in the mart (as
+    lifecycle's has them), the marked rows' listings and the snapshot's figures come back in one
+    query; the document is the one the two-query path (the graph loaded, the entries read for
+    the holding ranges) gives for the same marked objects."""
+    from pyspark.sql import functions as F
+
+    import lakewarden.runtime.dbt_python as dbt_python
+
+    marked = committed_marked(spark)
+    holding = spark.table(f"{snapshot}.ranges").groupBy("address").agg(F.array_sort(F.collect_set("range_id")).alias("range_ids"))
+    with_ranges = marked.join(holding, "address", "left")
+    reach = dbt_python.compute_reachability(*stg_frames(spark, snapshot))
+    one, two = tmp_path / "one", tmp_path / "two"
+    write_figures(one, spark, job="gc-committed", marked=with_ranges, snapshot_schema=snapshot, now=NOW, reachability=reach)
+    write_figures(two, spark, job="gc-committed", marked=marked, snapshot_schema=snapshot, now=NOW)
+    documents = [json.loads((directory / "figures.json").read_text()) for directory in (one, two)]
+    for document in documents:
+        document.pop("seconds")
+    assert documents[0] == documents[1]
+    assert documents[0]["marked"] == {"objects": 4, "bytes": 1150}

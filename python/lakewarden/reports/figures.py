@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from lakewarden.commit_graph import DANGLING, set_bits
 from lakewarden.errors import error_line
@@ -187,6 +187,7 @@ def figures_document(
     kept_note: str | None = None,
     on_commits: bool = True,
     reachability: "Reachability | None" = None,
+    may_mark: bool = True,
 ) -> dict[str, Any] | None:
     """The page's figures of ``marked`` (the job's marked-addresses mart, as it is) as a JSON
     document; never raises (logs and returns None).
@@ -203,7 +204,8 @@ def figures_document(
 
     ``on_commits=False``: the marked objects are on no commit (uncommitted GC marks only
     objects no range lists): all of them count under :data:`NOT_IN_COMMIT`, as tracing them
-    would find, and no entry is read for it.
+    would find, and no entry is read for it. ``may_mark=False``: the run marks nothing by
+    construction (lifecycle reading no range), so no branch is traced either.
 
     ``job`` selects how a row says why it is marked and what its logical path is (the three
     marts differ: committed GC has ``example_path``; lifecycle ``paths`` and
@@ -217,7 +219,7 @@ def figures_document(
             kept = kept()
         document = compute_figures(
             spark, job=job, marked=marked, snapshot_schema=snapshot_schema, now=now, kept=kept, kept_note=kept_note,
-            on_commits=on_commits, reachability=reachability,
+            on_commits=on_commits, reachability=reachability, may_mark=may_mark,
         )
         document["seconds"] = round(time.monotonic() - started, 3)
         log.info("report figures computed in %.1f s", document["seconds"])
@@ -374,9 +376,12 @@ def compute_figures(
     kept_note: str | None = None,
     on_commits: bool = True,
     reachability: "Reachability | None" = None,
+    may_mark: bool = True,
 ) -> dict[str, Any]:
     """The figures as a JSON document (Spark: two passes over ``marked``, one join of the
-    snapshot's ranges with it for branches and kept ages)."""
+    snapshot's ranges with it for branches and kept ages), collected in one query, or in two
+    when tracing branches loads the commit graph or reads entries itself (the first then says
+    whether anything is marked, so a run marking nothing does neither)."""
     from pyspark.sql import functions as F
 
     rows = marked.select(
@@ -414,12 +419,29 @@ def compute_figures(
     # ranges' arrays nor the ages: 645,100 marked rows, 1.1 s of task time with them); in the
     # same query as pass 1's groups (one query less: each costs its planning and jobs)
     largest_rows = rows.select("address", "size", "path", "reasons").orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST)
-    marked_groups, largest = _collect_trimmed(grouped, largest_rows)
+    # ... and the snapshot's figures (kept ages, marked objects' branches), in the same query:
+    # each query costs its planning and jobs, and the figures are drawn beside the run's last
+    # steps, where they were the longest thread (1M entries, an incremental lifecycle run: the
+    # two queries 0.28 s and 0.62 s, with 0.23 s of building between them)
+    # when tracing asks no query of its own (the run's graph walk is given, the mart has each
+    # object's ranges), or nothing is traced (on_commits or may_mark False). Else the marked rows' totals
+    # come first: with nothing marked, no graph is loaded and no entry read for branches.
+    listing = _trimmed(grouped, largest_rows)
+    trace = on_commits and may_mark
+    if not trace or (reachability is not None and "range_ids" in rows.columns):
+        snapshot = _snapshot_figures(spark, rows, snapshot_schema, now, kept, reachability, trace=trace)
+        collected = listing.unionByName(snapshot.frame, allowMissingColumns=True).collect()
+        listed = [row for row in collected if row["part"] == LISTING]
+        snapshot_rows = [row for row in collected if row["part"] == SNAPSHOT]
+    else:
+        listed = listing.collect()
+        marked_any = any(row["kind"] == "total" and row["objects"] for row in listed)
+        snapshot = _snapshot_figures(spark, rows, snapshot_schema, now, kept, reachability, trace=marked_any)
+        snapshot_rows = snapshot.frame.collect()
+    marked_groups, largest = _listings(listed)
     total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
     marked_total = Group(int(total[0]["objects"]), int(total[0]["bytes"]))
-    branches, kept_ages = _snapshot_figures(
-        spark, rows, marked_total if on_commits else Group(0, 0), snapshot_schema, now, kept, reachability
-    )
+    branches, kept_ages = snapshot.read(snapshot_rows, marked_total if on_commits else Group(0, 0))
     if not on_commits and marked_total.objects:
         # what tracing them would find, without reading an entry: no commit holds any of them
         branches = _trim({NOT_IN_COMMIT: marked_total})
@@ -450,11 +472,16 @@ def _empty_listing() -> dict[str, Any]:
     return {"groups": [], "other_groups": 0, "other": {"objects": 0, "bytes": 0}}
 
 
-def _collect_trimmed(grouped: "DataFrame", largest: "DataFrame") -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """``kind -> listing``: the :data:`TOP_GROUPS` largest groups (bytes, then name) of each
-    kind, the rest folded in Spark into one ``other`` row, so at most a few hundred rows travel;
-    and the rows of ``largest`` (``address``, ``size``, ``path``, ``reasons``), collected in
-    the same query, as the page's entries (``size_bytes``), largest first."""
+#: the parts of the figures' one query (compute_figures): the listings of the marked rows, and
+#: the snapshot's figures
+LISTING, SNAPSHOT = "listing", "snapshot"
+
+
+def _trimmed(grouped: "DataFrame", largest: "DataFrame") -> "DataFrame":
+    """The rows :func:`_listings` reads: the :data:`TOP_GROUPS` largest groups (bytes, then
+    name) of each kind, the rest folded in Spark into one ``other`` row, so at most a few
+    hundred rows travel; and the rows of ``largest`` (``address``, ``size``, ``path``,
+    ``reasons``), as the page's entries."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -465,17 +492,21 @@ def _collect_trimmed(grouped: "DataFrame", largest: "DataFrame") -> tuple[dict[s
         F.sum("objects").alias("objects"), F.sum("bytes").alias("bytes"), F.count(F.lit(1)).alias("groups")
     )
     no_text, no_list = F.lit(None).cast("string"), F.lit(None).cast("array<string>")
-    both = folded.select(
-        F.lit(False).alias("is_largest"), "kind", "name", "rank", "objects", "bytes", "groups",
+    return folded.select(
+        F.lit(LISTING).alias("part"), F.lit(False).alias("is_largest"), "kind", "name", "rank", "objects", "bytes", "groups",
         no_text.alias("path"), no_list.alias("reasons"),
     ).unionByName(
         largest.select(
-            F.lit(True).alias("is_largest"), no_text.alias("kind"), F.col("address").alias("name"),
+            F.lit(LISTING).alias("part"), F.lit(True).alias("is_largest"), no_text.alias("kind"), F.col("address").alias("name"),
             F.lit(None).cast("int").alias("rank"), F.lit(None).cast("long").alias("objects"), F.col("size").alias("bytes"),
             F.lit(None).cast("long").alias("groups"), "path", "reasons",
         )
     )
-    collected = both.collect()
+
+
+def _listings(collected: Sequence[Any]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """``kind -> listing`` and the largest entries (``size_bytes``, largest first), from the
+    collected rows of :func:`_trimmed`."""
     out: dict[str, dict[str, Any]] = {}
     groups = [row for row in collected if not row["is_largest"]]
     for row in sorted(groups, key=lambda r: (r["kind"], r["rank"] is None, r["rank"] or 0)):
@@ -492,17 +523,30 @@ def _collect_trimmed(grouped: "DataFrame", largest: "DataFrame") -> tuple[dict[s
     return out, largest_entries
 
 
+@dataclass(frozen=True)
+class _SnapshotPart:
+    """The snapshot's figures as one frame's rows (``part`` :data:`SNAPSHOT`: ``marked``,
+    ``sets_bits`` or ``sets_numbers``, ``bin``, ``objects``, ``bytes``; a few hundred), and how
+    to read them once collected: ``read(rows, total)`` gives (marked by branch as a listing,
+    kept objects and bytes per age bin), ``total`` being every marked object."""
+
+    frame: "DataFrame"
+    read: Callable[[Sequence[Any], Group], tuple[dict[str, Any], dict[int, tuple[int, int]]]]
+
+
 def _snapshot_figures(
-    spark: "SparkSession", rows: "DataFrame", total: Group, schema: str, now: datetime, kept_objects: "DataFrame | None" = None,
-    reachability: "Reachability | None" = None,
-) -> tuple[dict[str, Any], dict[int, tuple[int, int]]]:
-    """(marked by branch as a listing, kept committed objects and bytes per age bin), in one
-    Spark query of two parts: the snapshot's entries joined with the marked addresses and grouped
-    by address (one shuffle of every entry, fixed-width aggregates only) give the kept ages; the
-    marked addresses' own entries, with the branch sets of the commits listing their ranges (only
-    those ranges are traced), give each marked address its sets. Marked addresses are then
-    counted per distinct combination of branch sets, and the driver turns combinations into
-    branches: exact, without an (address x branch) table."""
+    spark: "SparkSession", rows: "DataFrame", schema: str, now: datetime, kept_objects: "DataFrame | None" = None,
+    reachability: "Reachability | None" = None, *, trace: bool = True,
+) -> _SnapshotPart:
+    """The kept ages and the marked objects' branches, as one frame of two parts: the
+    snapshot's entries joined with the marked addresses and grouped by address (one shuffle of
+    every entry, fixed-width aggregates only) give the kept ages; the marked addresses' own
+    entries, with the branch sets of the commits listing their ranges (only those ranges are
+    traced), give each marked address its sets. Marked addresses are then counted per distinct
+    combination of branch sets, and the driver turns combinations into branches: exact, without
+    an (address x branch) table. ``trace=False``: no branch is drawn (nothing is marked, or
+    the marked objects are on no commit), so neither the commit graph nor the marked entries
+    are traced; the kept ages are the whole answer."""
     from pyspark.sql import functions as F
 
     # Addresses are grouped by a 64-bit hash of their text: the shuffle moves 8 bytes a row instead
@@ -542,10 +586,13 @@ def _snapshot_figures(
         .groupBy("bin")
         .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
     )
-    if not total.objects:
-        # nothing marked (a no-op run, say): no branch to draw, so neither the commit graph nor
-        # the marked entries are traced; the kept ages are the whole answer
-        return _trim({}), {int(row["bin"]): (int(row["objects"]), int(row["bytes"] or 0)) for row in kept.collect()}
+    kept_part = kept.select(F.lit(SNAPSHOT).alias("part"), F.lit(False).alias("marked"), "bin", "objects", "bytes")
+
+    def ages_of(collected: Sequence[Any]) -> dict[int, tuple[int, int]]:
+        return {int(row["bin"]): (int(row["objects"]), int(row["bytes"] or 0)) for row in collected if not row["marked"]}
+
+    if not trace:
+        return _SnapshotPart(kept_part, lambda collected, _total: (_trim({}), ages_of(collected)))
     commits = spark.table(f"{schema}.commits")
     if reachability is not None:
         reach = reachability  # the run's models walked the graph already
@@ -616,12 +663,12 @@ def _snapshot_figures(
         .join(F.broadcast(sets_of_metarange), "meta_range_id")
         .groupBy("range_id")
     )
+    # the sets as bits of a long (sets_bits), or as arrays of set numbers (sets_numbers)
+    sets_column = "sets_bits" if use_bits else "sets_numbers"
     if use_bits:
         range_sets = listed.agg(F.bit_or("bit").alias("sets"))
         address_sets = F.bit_or(F.coalesce(F.col("sets"), F.lit(0)))
-        no_sets = F.lit(None).cast("long")
     else:
-        no_sets = F.lit(None).cast("array<int>")
         range_sets = listed.agg(F.collect_set("set_number").alias("sets"))
         address_sets = F.array_sort(F.array_distinct(F.flatten(F.collect_list(
             F.coalesce(F.col("sets"), F.array().cast("array<int>"))))))
@@ -633,28 +680,38 @@ def _snapshot_figures(
         .groupBy("sets")
         .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
     )
-    # one query: kept ages and marked sets come back together (a few hundred rows)
-    combos = kept.select(F.lit(False).alias("marked"), no_sets.alias("sets"), "bin", "objects", "bytes").unionByName(
-        by_sets.select(F.lit(True).alias("marked"), "sets", F.lit(None).cast("int").alias("bin"), "objects", "bytes")
+    # kept ages and marked sets come back together (a few hundred rows)
+    frame = kept_part.unionByName(
+        by_sets.select(F.lit(SNAPSHOT).alias("part"), F.lit(True).alias("marked"), F.col("sets").alias(sets_column), "objects", "bytes"),
+        allowMissingColumns=True,
     )
-    ages: dict[int, tuple[int, int]] = {}
+
+    def read(collected: Sequence[Any], total: Group) -> tuple[dict[str, Any], dict[int, tuple[int, int]]]:
+        marked_entries.unpersist()  # nothing to release when they were not held
+        return _branches(collected, total, reach, set_ids, bit_of if use_bits else None), ages_of(collected)
+
+    return _SnapshotPart(frame, read)
+
+
+def _branches(
+    collected: Sequence[Any], total: Group, reach: "Reachability", set_ids: Sequence[str], bit_of: dict[str, int] | None
+) -> dict[str, Any]:
+    """Marked objects by branch, as a listing, from the collected rows of :func:`_snapshot_figures`
+    (``bit_of``: each set's bit when the sets came as bits, else None: as set numbers)."""
     found = Group()
     # combinations of sets -> (branches as a mask, whether a set no branch reaches is among them):
     # thousands of combinations on a long history fold into far fewer distinct unions
     by_union: dict[tuple[int, bool], Group] = {}
-    collected = combos.collect()
-    marked_entries.unpersist()  # nothing to release when they were not held
     for row in collected:
-        objects, size = int(row["objects"]), int(row["bytes"] or 0)
         if not row["marked"]:
-            ages[int(row["bin"])] = (objects, size)
             continue
+        objects, size = int(row["objects"]), int(row["bytes"] or 0)
         found.add(objects, size)
-        if use_bits:
-            bits = int(row["sets"] or 0)
+        if bit_of is not None:
+            bits = int(row["sets_bits"] or 0)
             members = [s for s in set_ids if bits & bit_of[s]]
         else:
-            members = [set_ids[n] for n in (row["sets"] or ())]
+            members = [set_ids[n] for n in (row["sets_numbers"] or ())]
         mask, dangling = 0, False
         for set_id in members:
             set_mask = reach.masks.get(set_id, 0)
@@ -681,7 +738,7 @@ def _snapshot_figures(
     missing = Group(total.objects - found.objects, total.bytes - found.bytes)
     if missing.objects:
         by_branch.setdefault(NOT_IN_COMMIT, Group()).add(missing.objects, missing.bytes)
-    return _trim(by_branch), ages
+    return _trim(by_branch)
 
 
 def _trim(groups: dict[str, Group]) -> dict[str, Any]:

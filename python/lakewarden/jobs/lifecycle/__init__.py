@@ -316,6 +316,7 @@ def _mark_rest(
             kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
             # the graph models walked this snapshot's commit graph already (the marked mart is built on them)
             reachability=context.model_runner().reachability.computed(),
+            may_mark=reads_ranges,  # no range read, no newly expired path: nothing marked
         )
 
     base = output_base(context)
