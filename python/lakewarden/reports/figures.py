@@ -419,13 +419,13 @@ def compute_figures(
     # ranges' arrays nor the ages: 645,100 marked rows, 1.1 s of task time with them); in the
     # same query as pass 1's groups (one query less: each costs its planning and jobs)
     largest_rows = rows.select("address", "size", "path", "reasons").orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST)
-    # ... and the snapshot's figures (kept ages, marked objects' branches), in the same query:
-    # each query costs its planning and jobs, and the figures are drawn beside the run's last
-    # steps, where they were the longest thread (1M entries, an incremental lifecycle run: the
-    # two queries 0.28 s and 0.62 s, with 0.23 s of building between them)
-    # when tracing asks no query of its own (the run's graph walk is given, the mart has each
-    # object's ranges), or nothing is traced (on_commits or may_mark False). Else the marked rows' totals
-    # come first: with nothing marked, no graph is loaded and no entry read for branches.
+    # ... and the snapshot's figures (kept ages, marked objects' branches) in the same query,
+    # when tracing branches asks no query of its own (the run's graph walk is given and the mart
+    # has each object's ranges) or nothing is traced (on_commits or may_mark False): each query
+    # costs its planning and jobs, and the figures are drawn beside the run's last steps, where
+    # they were the longest thread (1M entries, an incremental lifecycle run: the two queries
+    # 0.28 s and 0.62 s, with 0.23 s of building between them). Else the marked rows' totals
+    # come first: with nothing marked, no graph is loaded and no entry is read for branches.
     listing = _trimmed(grouped, largest_rows)
     trace = on_commits and may_mark
     if not trace or (reachability is not None and "range_ids" in rows.columns):
