@@ -35,29 +35,23 @@ rule_list as (
 
 ),
 
-occurrences as (
-
-    select * from candidate_references
-
-),
-
 surviving_paths as (
 
     select
-        occurrences.physical_address,
-        occurrences.path,
+        candidate_references.physical_address,
+        candidate_references.path,
         case
-            when not occurrences.is_listed then 'in a range no commit lists'
-            when not exists(rule_list.prefixes, prefix -> startswith(occurrences.path, prefix)) then 'no rule matches the path'
+            when not candidate_references.is_listed then 'in a range no commit lists'
+            when not exists(rule_list.prefixes, prefix -> startswith(candidate_references.path, prefix)) then 'no rule matches the path'
             else 'path not expired on every branch reaching it'
         end as kept_reason
-    from occurrences
+    from candidate_references
     cross join rule_list
     where
-        occurrences.reference_kind = 'committed'
+        candidate_references.reference_kind = 'committed'
         and (
-            not occurrences.is_listed
-            or not {{ lifecycle_expired_everywhere('occurrences.path', 'occurrences.last_modified_at', 'occurrences.branch_contexts', 'rule_list.rules') }}
+            not candidate_references.is_listed
+            or not {{ lifecycle_expired_everywhere('candidate_references.path', 'candidate_references.last_modified_at', 'candidate_references.branch_contexts', 'rule_list.rules') }}
         )
 
 ),
@@ -65,11 +59,11 @@ surviving_paths as (
 staged_references as (
 
     select
-        occurrences.physical_address,
-        occurrences.path,
-        coalesce(concat('staged on branch ', occurrences.branch_id), 'staged (lakeFS uncommitted listing)') as kept_reason
-    from occurrences
-    where occurrences.reference_kind = 'staged'
+        candidate_references.physical_address,
+        candidate_references.path,
+        coalesce(concat('staged on branch ', candidate_references.branch_id), 'staged (lakeFS uncommitted listing)') as kept_reason
+    from candidate_references
+    where candidate_references.reference_kind = 'staged'
 
 ),
 
