@@ -200,6 +200,29 @@ def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, i
     return ProcessRun(process.returncode, seconds, peak, "".join(out), "".join(err))
 
 
+def run_in_process(call: "Callable[[], int]", *, interval: float = 0.2) -> ProcessRun:
+    """Time ``call`` (a job run through the Python API, in this process: its exit status) and
+    poll this process tree's RSS meanwhile. The tree holds the session's JVM, which outlives the
+    call: the peak is this process's so far, not the call's own."""
+    peak = [tree_rss_mb(os.getpid())]
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(interval):
+            peak[0] = max(peak[0], tree_rss_mb(os.getpid()))
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    started = time.perf_counter()
+    try:
+        returncode = call()
+    finally:
+        seconds = time.perf_counter() - started
+        done.set()
+        poller.join()
+    return ProcessRun(returncode, seconds, max(peak[0], tree_rss_mb(os.getpid())), "", "")
+
+
 def fail(label: str, run: ProcessRun) -> NoReturn:
     """Stop the benchmark: ``label`` failed, with the last lines of its output."""
     tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])

@@ -104,6 +104,28 @@ def test_lifecycle_benchmark_refuses_a_bad_repeat_before_any_run(tmp_path: Path,
     assert not (tmp_path / "bench").exists()
 
 
+def test_a_run_in_this_process_is_timed_with_its_status_and_this_process_trees_peak() -> None:
+    """lifecycle.py --one-process times each Python API call in its own process: the call's exit
+    status and wall time, and the peak RSS of this process's tree meanwhile; an error is raised."""
+    import os
+    import time
+
+    common = load_benchmark("common")
+    before = common.tree_rss_mb(os.getpid())
+    held: list[bytearray] = []
+
+    def call() -> int:
+        held.append(bytearray(b"x" * (64 << 20)))  # 64 MB written, so resident while the poll looks
+        time.sleep(0.5)
+        return 3
+
+    run = common.run_in_process(call, interval=0.05)
+    assert run.returncode == 3 and run.seconds >= 0.5
+    assert run.peak_rss_mb >= before + 48, (before, run.peak_rss_mb)
+    with pytest.raises(ValueError, match="bad"):
+        common.run_in_process(lambda: (_ for _ in ()).throw(ValueError("bad")))
+
+
 def test_an_incremental_share_is_undefined_when_the_full_run_costs_no_more_than_the_noop() -> None:
     common = load_benchmark("common")
     assert common.incremental_share(48.2, 182.6, 23.9) == pytest.approx((48.2 - 23.9) / (182.6 - 23.9))
