@@ -36,8 +36,9 @@ none (exit 1 if not).
 API's ``lifecycle`` in this benchmark's own process (docs/python-api.md) instead of a command,
 after one full run on a state dir of its own that starts the JVM and is not counted. Every
 measured run, the full one included, finds the session, dbt's manifest and the JVM's compiled
-code warm, as a long-lived caller running the job again and again does (a notebook, a service). No plain PySpark process is run: with no process started per run, it is
-no floor for these.
+code warm, as a long-lived caller running the job again and again does (a notebook, a
+service). No plain PySpark process is run: with no process started per run, it is no floor for
+these.
 """
 
 from __future__ import annotations
@@ -179,11 +180,11 @@ def run_lifecycle(snapshot: Path, policy: Path, now: datetime, state: Path, repo
             options = RunOptions(snapshot=snapshot, now=now, state=state, report=report)
             return lifecycle(options, LifecycleOptions(policy=policy)).exit_status
 
-        run = run_in_process(call)
-        return run, json.loads((report / "summary.json").read_text())
-    command = [*lakewarden_command(), "lifecycle", "--snapshot", str(snapshot), "--policy", str(policy),
-               "--now", _rfc3339(now), "--state", str(state), "--report", str(report)]
-    run = run_measured(command, env=child_env())
+        run = run_in_process(call)  # an error raises here, with its traceback
+    else:
+        command = [*lakewarden_command(), "lifecycle", "--snapshot", str(snapshot), "--policy", str(policy),
+                   "--now", _rfc3339(now), "--state", str(state), "--report", str(report)]
+        run = run_measured(command, env=child_env())
     if run.returncode != 0:
         tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])
         raise SystemExit(f"lakewarden lifecycle failed (exit {run.returncode}):\n{tail}")
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lakewarden-bench",
                         help="samples are cached here by their parameters (default: $TMPDIR/lakewarden-bench)")
     parser.add_argument("--one-process", action="store_true",
-                        help="every run a Python API call in this one process: the JVM starts once, in the full run")
+                        help="every run a Python API call in this one process, after an uncounted full run that starts the JVM")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -243,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     state = run_dir / "state"
     rows = sample.range_rows
     print(f"entries (range rows)     {rows:>14,d}   (sample ready in {prepared:.1f} s, not counted)", flush=True)
+
     first_now = sample.end + timedelta(hours=1)
     if args.one_process:
         # the full run too must find the process warm, as the later ones do: one full run first,
