@@ -428,6 +428,7 @@ def compute_figures(
     # come first: with nothing marked, no graph is loaded and no entry is read for branches.
     listing = _trimmed(grouped, largest_rows)
     trace = on_commits and may_mark
+    snapshot: _SnapshotPart | None = None
     if not trace or (reachability is not None and "range_ids" in rows.columns):
         snapshot = _snapshot_figures(spark, rows, snapshot_schema, now, kept, reachability, trace=trace)
         collected = listing.unionByName(snapshot.frame, allowMissingColumns=True).collect()
@@ -435,12 +436,12 @@ def compute_figures(
         snapshot_rows = [row for row in collected if row["part"] == SNAPSHOT]
     else:
         listed = listing.collect()
-        marked_any = any(row["kind"] == "total" and row["objects"] for row in listed)
-        snapshot = _snapshot_figures(spark, rows, snapshot_schema, now, kept, reachability, trace=marked_any)
-        snapshot_rows = snapshot.frame.collect()
     marked_groups, largest = _listings(listed)
     total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
     marked_total = Group(int(total[0]["objects"]), int(total[0]["bytes"]))
+    if snapshot is None:  # the second query: branches traced only when something is marked
+        snapshot = _snapshot_figures(spark, rows, snapshot_schema, now, kept, reachability, trace=marked_total.objects > 0)
+        snapshot_rows = snapshot.frame.collect()
     branches, kept_ages = snapshot.read(snapshot_rows, marked_total if on_commits else Group(0, 0))
     if not on_commits and marked_total.objects:
         # what tracing them would find, without reading an entry: no commit holds any of them
