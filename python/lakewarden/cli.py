@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "lakewarden.checks.cli",
     "lakewarden.jobs.sweep",
     "lakewarden.reports.explain",
+    "lakewarden.engine.cli",
 )
 
 
@@ -43,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # a job handed to the engine LAKEWARDEN_ENGINE names (lakewarden.engine): before the parser
+    # imports every command's module, which such a command never needs
+    from lakewarden.engine.client import forwarded_run
+
+    forwarded = forwarded_run(argv)
+    if forwarded is not None:
+        return forwarded
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
