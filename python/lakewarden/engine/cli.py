@@ -51,7 +51,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
                             help="its Unix socket (default: $LAKEWARDEN_ENGINE, else engine/engine.sock in the user's cache directory)")
         if name in ("start", "serve"):
             action.add_argument("--state", type=Path, default=None,
-                                help="the engine's own scratch directory (default: beside the socket); each run keeps using its own --state")
+                                help="the engine's own scratch directory (default: SOCKET.state); each run keeps using its own --state")
             action.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_SECONDS, metavar="SECONDS",
                                 help=f"stop after this long with no run (default {DEFAULT_IDLE_SECONDS:.0f}; 0: never)")
             action.add_argument("--jit", choices=("quick", "full"), default="full",
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.idle_timeout < 0:
         raise BadInput("must be 0 (never) or a number of seconds", field="--idle-timeout")
-    state = (args.state or path.parent / "state").expanduser().absolute()
+    state = (args.state or path.with_name(path.name + ".state")).expanduser().absolute()
     if args.engine_action == "serve":
         from lakewarden.engine.server import serve
 

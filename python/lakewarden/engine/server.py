@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lakewarden.engine.protocol import VERSION, Frames, code_fingerprint, engine_settings, send
 
@@ -116,7 +116,6 @@ def serve(
     state: Path,
     jit: str,
     idle_seconds: float | None,
-    on_ready: Callable[[], None] | None = None,
 ) -> int:
     """Start the session, listen on ``socket_path`` and run what comes until told to stop, or
     until no command came for ``idle_seconds`` (None: never). Returns the process's exit status."""
@@ -129,8 +128,6 @@ def serve(
     stdout, stderr = Relay("out", sys.stdout), Relay("err", sys.stderr)
     sys.stdout, sys.stderr = stdout, stderr
     log.info("engine %s ready (pid %d)", socket_path, os.getpid())
-    if on_ready is not None:
-        on_ready()
     try:
         while True:
             listener.settimeout(idle_seconds)
@@ -147,7 +144,7 @@ def serve(
     finally:
         sys.stdout, sys.stderr = stdout.fallback, stderr.fallback
         listener.close()
-        _remove_own_socket(socket_path, listener)
+        socket_path.unlink(missing_ok=True)
 
 
 def _claim(path: Path) -> None:
@@ -176,13 +173,6 @@ def _listen(path: Path) -> socket.socket:
         os.umask(before)
     listener.listen(16)
     return listener
-
-
-def _remove_own_socket(path: Path, listener: socket.socket) -> None:
-    try:
-        path.unlink()
-    except FileNotFoundError:
-        pass
 
 
 def _serve_one(engine: Engine, spark: Any, connection: socket.socket, relays: tuple[Relay, Relay]) -> bool:
