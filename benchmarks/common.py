@@ -13,10 +13,11 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, NoReturn, Sequence
+from typing import Callable, Iterator, NoReturn, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_DIR = ROOT / "python"
@@ -231,11 +232,49 @@ def fail(label: str, run: ProcessRun) -> NoReturn:
 
 def child_env() -> dict[str, str]:
     """The environment for child processes: this checkout's ``python/`` first on PYTHONPATH,
-    so a ``lakewarden`` console script and ``python benchmarks/...`` import the same code."""
-    env = dict(os.environ)
+    so a ``lakewarden`` console script and ``python benchmarks/...`` import the same code; and
+    ``LAKEWARDEN_ENGINE`` naming the engine a benchmark's ``--engine`` started (:func:`engine`)."""
+    env = {key: value for key, value in os.environ.items() if key != "LAKEWARDEN_ENGINE"}
     if (PYTHON_DIR / "lakewarden").is_dir():
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PYTHON_DIR), env.get("PYTHONPATH", "")) if p)
+    if ENGINE["socket"] is not None:
+        env["LAKEWARDEN_ENGINE"] = str(ENGINE["socket"])
     return env
+
+
+#: ``--engine``: the socket of the engine every command a benchmark runs is handed to
+ENGINE: dict[str, Path | None] = {"socket": None}
+
+
+def check_handed_to_engine(run: ProcessRun) -> None:
+    """With an engine (:func:`engine`), stop when a command ran in its own process instead (the
+    engine refused it or was gone: its one line on stderr): its time is not an engine run's."""
+    if ENGINE["socket"] is None:
+        return
+    refused = [line for line in run.stderr.splitlines() if line.startswith("lakewarden: LAKEWARDEN_ENGINE:")]
+    if refused:
+        raise SystemExit(f"a run was not handed to the engine, so its time is not an engine run's: {refused[0]}")
+
+
+@contextmanager
+def engine(directory: Path) -> Iterator[Path]:
+    """An engine (``lakewarden engine start``, docs/operations.md) for the block's commands:
+    every ``lakewarden`` command run with :func:`child_env` hands its run to it. Its start is
+    printed and not counted; it is stopped when the block ends, error or not."""
+    socket_path = directory / "engine.sock"
+    started = time.perf_counter()
+    run = run_measured([*lakewarden_command(), "engine", "start", "--socket", str(socket_path), "--idle-timeout", "900"],
+                       env=child_env())
+    if run.returncode != 0:
+        raise SystemExit(f"lakewarden engine start failed (exit {run.returncode}):\n{run.stderr.strip()}")
+    ENGINE["socket"] = socket_path
+    print(f"engine: every run a command handed to the engine at {socket_path} (started in "
+          f"{time.perf_counter() - started:.1f} s, not counted)", flush=True)
+    try:
+        yield socket_path
+    finally:
+        ENGINE["socket"] = None
+        run_measured([*lakewarden_command(), "engine", "stop", "--socket", str(socket_path)], env=child_env())
 
 
 def lakewarden_command() -> list[str]:

@@ -39,6 +39,12 @@ measured run, the full one included, finds the session, dbt's manifest and the J
 code warm, as a long-lived caller running the job again and again does (a notebook, a
 service). No plain PySpark process is run: with no process started per run, it is no floor for
 these.
+
+``--engine``: every run is the command, as without it, run with ``LAKEWARDEN_ENGINE`` naming an
+engine this benchmark starts (``lakewarden engine start``, docs/operations.md) and stops at the
+end: the command hands its run to the engine's warm driver. The engine's start and one full run
+on a state dir of its own (the first run of an engine compiles its code) are not counted, as
+with ``--one-process``. Peak RSS is then the command's own, not the engine's.
 """
 
 from __future__ import annotations
@@ -57,8 +63,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     ProcessRun,
     bench_sample,
+    check_handed_to_engine,
     child_env,
     describe_noop,
+    engine,
     describe_share,
     incremental_share,
     lakewarden_command,
@@ -72,7 +80,7 @@ from common import (  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from lakewarden.sample import TABLE_NAMES  # noqa: E402
+from lakewarden.sample import TABLE_NAMES, SampleRepository  # noqa: E402
 from lakewarden.snapshot import arrow_schemas  # noqa: E402
 
 POLICY = {
@@ -168,8 +176,6 @@ def _rfc3339(moment: datetime) -> str:
 
 #: ``--one-process``: every run is a Python API call in this process (run_lifecycle)
 ONE_PROCESS = {"on": False}
-
-
 def run_lifecycle(snapshot: Path, policy: Path, now: datetime, state: Path, report: Path) -> tuple[ProcessRun, dict]:
     """One run: the command as a process of its own, or with ``--one-process`` the Python API's
     ``lifecycle`` call in this process (docs/python-api.md), the same options either way."""
@@ -184,7 +190,8 @@ def run_lifecycle(snapshot: Path, policy: Path, now: datetime, state: Path, repo
     else:
         command = [*lakewarden_command(), "lifecycle", "--snapshot", str(snapshot), "--policy", str(policy),
                    "--now", _rfc3339(now), "--state", str(state), "--report", str(report)]
-        run = run_measured(command, env=child_env())
+        run = run_measured(command, env=child_env())  # with --engine, handed to it (common.engine)
+        check_handed_to_engine(run)
     if run.returncode != 0:
         tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])
         raise SystemExit(f"lakewarden lifecycle failed (exit {run.returncode}):\n{tail}")
@@ -221,9 +228,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="samples are cached here by their parameters (default: $TMPDIR/lakewarden-bench)")
     parser.add_argument("--one-process", action="store_true",
                         help="every run a Python API call in this one process, after an uncounted full run that starts the JVM")
+    parser.add_argument("--engine", action="store_true",
+                        help="every run a command handed to an engine this benchmark starts, after an uncounted full run")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.one_process and args.engine:
+        parser.error("--one-process and --engine are two ways to run warm: choose one")
     ONE_PROCESS["on"] = args.one_process
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -246,13 +257,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"entries (range rows)     {rows:>14,d}   (sample ready in {prepared:.1f} s, not counted)", flush=True)
 
     first_now = sample.end + timedelta(hours=1)
-    if args.one_process:
+    if args.engine:
+        with engine(run_dir) as socket_path:
+            return _measured_runs(args, sample, run_dir, snapshot, policy, state, first_now, engine_socket=socket_path)
+    return _measured_runs(args, sample, run_dir, snapshot, policy, state, first_now)
+
+
+def _measured_runs(
+    args: argparse.Namespace, sample: SampleRepository, run_dir: Path, snapshot: Path, policy: Path, state: Path,
+    first_now: datetime, *, engine_socket: Path | None = None,
+) -> int:
+    """The runs (steps 1-5) and their figures."""
+    rows = sample.range_rows
+    if args.one_process or engine_socket is not None:
         # the full run too must find the process warm, as the later ones do: one full run first,
         # on a state dir of its own, not counted (it writes its outputs under the same namespace)
         warm_up, _ = run_lifecycle(snapshot, policy, first_now, run_dir / "warm-up-state", run_dir / "report-warm-up")
         shutil.rmtree(run_dir / "warm-up-state", ignore_errors=True)
-        print(f"one process: every run a Python API call in this process, after a full run that started the JVM "
-              f"({warm_up.seconds:.1f} s, not counted); peak RSS is the process's so far", flush=True)
+        if engine_socket is not None:
+            print(f"engine: a first full run compiled the engine's code ({warm_up.seconds:.1f} s, not counted); "
+                  f"peak RSS is each command's own", flush=True)
+        else:
+            print(f"one process: every run a Python API call in this process, after a full run that started the JVM "
+                  f"({warm_up.seconds:.1f} s, not counted); peak RSS is the process's so far", flush=True)
     full, full_summary = run_lifecycle(snapshot, policy, first_now, state, run_dir / "report-full")
     print(f"full run                 {full.seconds:>12.1f} s   peak RSS {full.peak_rss_mb:.0f} MB; {_read(full_summary)}", flush=True)
     after_full = run_dir / "state-after-full"

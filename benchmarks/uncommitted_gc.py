@@ -31,6 +31,11 @@ from a copy of the state the first clean run left, in that order; the issue's ra
 printed for every repeat and from the three runs' medians. Its two differences are a few
 seconds each on runs of ~20 s, and one process's wall time varies by 1-2 s on two cores: one
 triple's ratio swung between 60% and 174% on the same code.
+
+``--engine``: every run is the same command handed to an engine this benchmark starts
+(``lakewarden engine start``, docs/operations.md; ``LAKEWARDEN_ENGINE``) and stops at the end,
+after one clean run on a state dir of its own that is not counted (an engine's first run
+compiles its code); peak RSS is then each command's own, not the engine's.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, child_env, describe_noop, describe_share, incremental_share, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, check_handed_to_engine, child_env, describe_noop, describe_share, engine, incremental_share, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -392,6 +397,7 @@ def run_uncommitted(snapshot: Path, manifest: Path, now: datetime, state: Path, 
     if clean:
         command.append("--clean")
     run = run_measured(command, env=child_env())
+    check_handed_to_engine(run)
     if run.returncode != 0:
         tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-15:])
         raise SystemExit(f"lakewarden gc uncommitted failed (exit {run.returncode}):\n{tail}")
@@ -418,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--range-entries", type=int, default=20_000, help="entries per range (default 20000): one range per commit")
     parser.add_argument("--repeat", type=int, default=1, help="optimized, clean and no-op runs this many times (default 1; medians)")
     parser.add_argument("--workdir", type=Path, help="keep data here (default: a temporary directory, removed afterwards)")
+    parser.add_argument("--engine", action="store_true",
+                        help="every run a command handed to an engine this benchmark starts, after an uncounted clean run")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -428,15 +436,20 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakewarden-bench-uc-"))
     try:
+        if args.engine:
+            with engine(workdir.resolve()):
+                return _run(args.objects, args.range_entries, workdir.resolve(), args.repeat, warm_up=True)
         return _run(args.objects, args.range_entries, workdir.resolve(), args.repeat)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _run(objects: int, range_entries: int, workdir: Path, repeat: int = 1) -> int:
+def _run(objects: int, range_entries: int, workdir: Path, repeat: int = 1, *, warm_up: bool = False) -> int:
+    """The runs and their figures; ``warm_up``: one clean run first on a state dir of its own,
+    not counted (an engine's first run compiles its code: ``--engine``)."""
     for stale in ("snapshot-1", "snapshot-2", "inventory", "state", "state-after-clean", "report-clean", "report-optimized",
-                  "report-clean-2", "report-noop", "repeats"):
+                  "report-clean-2", "report-noop", "repeats", "warm-up-state", "report-warm-up"):
         shutil.rmtree(workdir / stale, ignore_errors=True)  # a kept --workdir: start from nothing
     # -- the repository and the inventory at the clean run ----------------------------------------
     started = time.perf_counter()
@@ -463,6 +476,11 @@ def _run(objects: int, range_entries: int, workdir: Path, repeat: int = 1) -> in
     print(f"commits / ranges             {len(commits):>14,d}   ({range_entries:,d} entries a range)")
     print(f"generate (not counted)       {generated:>12.1f} s", flush=True)
 
+    if warm_up:
+        first = run_uncommitted(snapshot1, manifest1, END, workdir / "warm-up-state", workdir / "report-warm-up", clean=True)
+        shutil.rmtree(workdir / "warm-up-state", ignore_errors=True)
+        print(f"engine: a first clean run compiled the engine's code ({first.seconds:.1f} s, not counted); "
+              f"peak RSS is each command's own", flush=True)
     clean = run_uncommitted(snapshot1, manifest1, END, state, workdir / "report-clean", clean=True)
     duck_count, duck_bytes, duck_seconds = duckdb_marked(snapshot1, inventory, manifest1, END)
     print(f"clean run (whole process)    {clean.seconds:>12.1f} s   peak RSS {clean.process.peak_rss_mb:.0f} MB")

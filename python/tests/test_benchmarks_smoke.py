@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -102,6 +102,52 @@ def test_lifecycle_benchmark_refuses_a_bad_repeat_before_any_run(tmp_path: Path,
     assert exited.value.code == 2
     assert "--repeat must be at least 1" in capsys.readouterr().err
     assert not (tmp_path / "bench").exists()
+
+
+def test_lifecycle_benchmark_refuses_two_warm_modes_at_once(tmp_path: Path, capsys) -> None:
+    lifecycle = load_benchmark("lifecycle")
+    with pytest.raises(SystemExit) as exited:
+        lifecycle.main(["--one-process", "--engine", "--workdir", str(tmp_path / "bench")])
+    assert exited.value.code == 2
+    assert "choose one" in capsys.readouterr().err
+    assert not (tmp_path / "bench").exists()
+
+
+def test_lifecycle_benchmark_with_an_engine_hands_every_command_to_it(tmp_path: Path, monkeypatch) -> None:
+    """--engine: the engine is started once, every run is the same command with LAKEWARDEN_ENGINE
+    naming its socket, and the engine is stopped at the end (here, commands recorded, not run)."""
+    lifecycle = load_benchmark("lifecycle")
+    commands: list[tuple[list[str], dict[str, str]]] = []
+
+    def measured(command: list[str], env: dict[str, str] | None = None) -> object:
+        commands.append((command, dict(env or {})))
+        if "--report" in command:  # a run: the summary the benchmark reads after it
+            report = Path(command[command.index("--report") + 1])
+            report.mkdir(parents=True)
+            (report / "summary.json").write_text(json.dumps({"ranges_read": 0, "num_marked": 0}))
+        return lifecycle.ProcessRun(returncode=0, seconds=1.0, peak_rss_mb=1.0, stdout="", stderr="")
+
+    monkeypatch.setattr(lifecycle, "run_measured", measured)
+    common = sys.modules["common"]
+    monkeypatch.setattr(common, "run_measured", measured)
+    with lifecycle.engine(tmp_path) as socket_path:
+        run, summary = lifecycle.run_lifecycle(tmp_path / "s", tmp_path / "p.json", datetime(2026, 1, 1, tzinfo=timezone.utc),
+                                               tmp_path / "state", tmp_path / "report")
+    (start, _), (job, job_env), (stop, _) = commands
+    assert "start" in start and str(socket_path) in start
+    assert job_env["LAKEWARDEN_ENGINE"] == str(socket_path) and "lifecycle" in job
+    assert "stop" in stop and str(socket_path) in stop
+    assert common.ENGINE["socket"] is None and "LAKEWARDEN_ENGINE" not in common.child_env()
+    assert summary == {"ranges_read": 0, "num_marked": 0}
+    # a command the engine did not take ran in its own process: its time is no engine run's
+    refused = "lakewarden: LAKEWARDEN_ENGINE: the engine at S did not take this run (...): running in this process\n"
+    common.check_handed_to_engine(lifecycle.ProcessRun(0, 1.0, 1.0, "", refused))  # no engine: nothing to check
+    common.ENGINE["socket"] = socket_path
+    try:
+        with pytest.raises(SystemExit, match="not handed to the engine"):
+            common.check_handed_to_engine(lifecycle.ProcessRun(0, 1.0, 1.0, "", refused))
+    finally:
+        common.ENGINE["socket"] = None
 
 
 def test_a_run_in_this_process_is_timed_with_its_status_and_this_process_trees_peak() -> None:
