@@ -137,6 +137,7 @@ def test_a_run_whose_command_goes_away_is_cancelled_and_the_engine_takes_the_nex
 ) -> None:
     before = json.loads(lakewarden("engine", "status", "--socket", str(engine), env=command_env()).stdout)["runs"]
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.settimeout(120)  # a test that stops by itself, whatever the engine does
     connection.connect(str(engine))
     send(connection, {"version": VERSION, "run": {
         "argv": lifecycle_args(sample, tmp_path, "gone"), "cwd": str(tmp_path), "env": command_env(),
@@ -155,6 +156,22 @@ def test_a_run_whose_command_goes_away_is_cancelled_and_the_engine_takes_the_nex
     again = lakewarden(*lifecycle_args(sample, tmp_path, "engine"), env=command_env(LAKEWARDEN_ENGINE=str(engine)))
     assert again.returncode == 0, again.stderr
     assert len(addresses(tmp_path / "report-engine")) > 1
+
+
+def test_a_run_whose_directory_is_gone_fails_in_one_line_and_the_engine_goes_on(engine: Path, tmp_path: Path) -> None:
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.settimeout(120)  # a test that stops by itself, whatever the engine does
+    connection.connect(str(engine))
+    send(connection, {"version": VERSION, "run": {
+        "argv": ["lifecycle", "--policy", "p.json"], "cwd": str(tmp_path / "gone"), "env": command_env(),
+        "code": code_fingerprint(), "settings": engine_settings(),
+    }})
+    frames, got = Frames(connection), []
+    while (frame := frames.next()) is not None:
+        got.append(frame)
+    connection.close()
+    assert got == [{"err": f"lakewarden: cannot run in {tmp_path / 'gone'}: No such file or directory\n"}, {"exit": 1}]
+    assert lakewarden("engine", "status", "--socket", str(engine), env=command_env()).returncode == 0
 
 
 def test_start_refuses_a_socket_an_engine_listens_on_and_stop_ends_it(tmp_path: Path, engine: Path) -> None:

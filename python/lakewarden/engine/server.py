@@ -137,8 +137,11 @@ def serve(
                 stdout.fallback.write(f"lakewarden: engine {socket_path}: no run for {idle_seconds:.0f} s, stopping\n")
                 return 0
             with connection:
-                if not _serve_one(engine, spark, connection, (stdout, stderr)):
-                    return 0
+                try:
+                    if not _serve_one(engine, spark, connection, (stdout, stderr)):
+                        return 0
+                finally:
+                    _hang_up(connection)
     except KeyboardInterrupt:
         return 130
     finally:
@@ -205,6 +208,15 @@ def _serve_one(engine: Engine, spark: Any, connection: socket.socket, relays: tu
     return True
 
 
+def _hang_up(connection: socket.socket) -> None:
+    """End the connection both ways: the command reads its end, and the run's watcher (blocked
+    reading it) wakes up and ends; closing alone does neither while a reader holds it."""
+    try:
+        connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # the command hung up first
+
+
 def _try_send(connection: socket.socket, frame: dict[str, Any]) -> None:
     try:
         send(connection, frame)
@@ -217,7 +229,7 @@ def _run(spark: Any, connection: socket.socket, frames: Frames, run: dict[str, A
     from lakewarden.cli import main
 
     lock = threading.Lock()
-    running = {"now": True, "cancelled": False}
+    running = {"now": True}
 
     def watch() -> None:
         # the command's Ctrl-C (a cancel frame) or its going away: the run's jobs stop now
@@ -230,7 +242,6 @@ def _run(spark: Any, connection: socket.socket, frames: Frames, run: dict[str, A
             pass
         with lock:
             if running["now"]:
-                running["cancelled"] = True
                 spark.sparkContext.cancelAllJobs()
                 _thread.interrupt_main()
 
@@ -247,10 +258,13 @@ def _run(spark: Any, connection: socket.socket, frames: Frames, run: dict[str, A
     try:
         os.environ.clear()
         os.environ.update(env)
-        os.chdir(run.get("cwd") or directory)
         threading.Thread(target=watch, name="lakewarden-engine-watch", daemon=True).start()
         try:
+            os.chdir(run.get("cwd") or directory)
             status = int(main([str(arg) for arg in run["argv"]]) or 0)
+        except OSError as exc:  # the command's directory is gone: as a process started there would fail
+            sys.stderr.write(f"lakewarden: cannot run in {run.get('cwd')}: {exc.strerror or exc}\n")
+            status = 1
         except SystemExit as exc:  # argparse: usage errors (2) and --help (0)
             status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except KeyboardInterrupt:
