@@ -93,23 +93,18 @@ def test_noop_benchmark_loads_and_refuses_a_bad_repeat(capsys) -> None:
     assert "--repeat must be at least 1" in capsys.readouterr().err
 
 
-def test_lifecycle_benchmark_refuses_a_bad_repeat_before_any_run(tmp_path: Path, capsys) -> None:
-    """lifecycle.py runs minutes of jobs, so the suite checks only that a repeat count of 0 is
-    usage (exit 2) and that it is refused before the sample is generated or anything runs."""
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [(["--repeat", "0"], "--repeat must be at least 1"), (["--one-process", "--engine"], "choose one")],
+)
+def test_lifecycle_benchmark_refuses_bad_usage_before_any_run(tmp_path: Path, capsys, arguments: list[str], message: str) -> None:
+    """lifecycle.py runs minutes of jobs, so the suite checks only that a repeat count of 0, or
+    two warm modes at once, is usage (exit 2) refused before the sample is generated or anything runs."""
     lifecycle = load_benchmark("lifecycle")
     with pytest.raises(SystemExit) as exited:
-        lifecycle.main(["--repeat", "0", "--workdir", str(tmp_path / "bench")])
+        lifecycle.main([*arguments, "--workdir", str(tmp_path / "bench")])
     assert exited.value.code == 2
-    assert "--repeat must be at least 1" in capsys.readouterr().err
-    assert not (tmp_path / "bench").exists()
-
-
-def test_lifecycle_benchmark_refuses_two_warm_modes_at_once(tmp_path: Path, capsys) -> None:
-    lifecycle = load_benchmark("lifecycle")
-    with pytest.raises(SystemExit) as exited:
-        lifecycle.main(["--one-process", "--engine", "--workdir", str(tmp_path / "bench")])
-    assert exited.value.code == 2
-    assert "choose one" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
     assert not (tmp_path / "bench").exists()
 
 
