@@ -50,8 +50,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         action.add_argument("--socket", type=Path, default=None,
                             help="its Unix socket (default: $LAKEWARDEN_ENGINE, else engine/engine.sock in the user's cache directory)")
         if name in ("start", "serve"):
-            action.add_argument("--state", type=Path, default=None,
-                                help="the engine's own scratch directory (default: SOCKET.state); each run keeps using its own --state")
+            action.add_argument("--scratch", type=Path, default=None,
+                                help="the engine's own scratch directory (default: SOCKET.state, with the session's warehouse); each run keeps using its own --state")
             action.add_argument("--idle-timeout", type=float, default=DEFAULT_IDLE_SECONDS, metavar="SECONDS",
                                 help=f"stop after this long with no run (default {DEFAULT_IDLE_SECONDS:.0f}; 0: never)")
             action.add_argument("--jit", choices=("quick", "full"), default="full",
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.idle_timeout < 0:
         raise BadInput("must be 0 (never) or a number of seconds", field="--idle-timeout")
-    state = (args.state or path.with_name(path.name + ".state")).expanduser().absolute()
+    state = (args.scratch or path.with_name(path.name + ".state")).expanduser().absolute()
     if args.engine_action == "serve":
         from lakewarden.engine.server import serve
 
@@ -100,7 +100,7 @@ def _start(path: Path, state: Path, args: argparse.Namespace) -> int:
         raise BadInput(f"an engine is running at {path} already", field="--socket")
     path.parent.mkdir(parents=True, exist_ok=True)
     log_path = path.with_name(path.name + ".log")
-    command = [sys.executable, "-m", "lakewarden", "engine", "serve", "--socket", str(path), "--state", str(state),
+    command = [sys.executable, "-m", "lakewarden", "engine", "serve", "--socket", str(path), "--scratch", str(state),
                "--idle-timeout", str(args.idle_timeout), "--jit", args.jit]
     environment = {key: value for key, value in os.environ.items() if key != "LAKEWARDEN_ENGINE"}
     with open(log_path, "ab") as log_file:
