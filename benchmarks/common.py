@@ -177,7 +177,9 @@ def tree_rss_mb(pid: int) -> float:
 
 def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, interval: float = 0.2) -> ProcessRun:
     """Run ``command`` to completion; time it (wall clock, interpreter and JVM start included)
-    and poll the RSS of its whole process tree every ``interval`` seconds for the peak."""
+    and poll the RSS of its whole process tree every ``interval`` seconds for the peak. With an
+    engine running (``--engine``), a command it did not take stops the benchmark
+    (:func:`check_handed_to_engine`)."""
     environment = dict(os.environ if env is None else env)
     started = time.perf_counter()
     with subprocess.Popen(
@@ -198,7 +200,9 @@ def run_measured(command: Sequence[str], *, env: dict[str, str] | None = None, i
         seconds = time.perf_counter() - started
         for reader in readers:
             reader.join()
-    return ProcessRun(process.returncode, seconds, peak, "".join(out), "".join(err))
+    run = ProcessRun(process.returncode, seconds, peak, "".join(out), "".join(err))
+    check_handed_to_engine(run)
+    return run
 
 
 def run_in_process(call: "Callable[[], int]", *, interval: float = 0.2) -> ProcessRun:
