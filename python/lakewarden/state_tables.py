@@ -116,18 +116,30 @@ def _ddl(table: str) -> str:
     return source_ddl("lakewarden", table)
 
 
-def register_state_tables(spark: "SparkSession", state: Path) -> None:
+def register_state_tables(spark: "SparkSession", state: Path, *, refresh: bool = False) -> None:
     """Point the session's state tables at ``STATE/tables/<name>`` (created empty when absent).
 
     Cheap (three catalog entries, no scan) and idempotent; a session that is handed another
     state dir (the test suite does that) re-points them: dropping an external table never
-    deletes its files."""
+    deletes its files.
+
+    ``refresh``: a new run in a session that registered this state dir before (an engine, a
+    Python API caller) forgets the files the session listed then. Spark keeps a table's file
+    listing until told otherwise, and between two runs another process may have appended to
+    the tables, merged their files, or the state dir may have been restored from a copy: a
+    stale listing then misses rows (an engine's run not seeing a local run's ledger entry) or
+    names files that are gone (seen: an engine's run failed on a ``range_windows`` file after
+    its state dir was restored). Re-listing happens on the next read, as in a new process."""
     from lakewarden.snapshot import sql_string
 
     state = Path(state).resolve()
     key = id(spark)
     with _registering:
         if _registered.get(key) == state:
+            if refresh:
+                for table in state_table_names():
+                    stored_location(state, table).mkdir(parents=True, exist_ok=True)  # restored without it
+                    spark.catalog.refreshTable(qualified(table))
             return
         spark.sql(f"create database if not exists {STATE_SCHEMA}")
         for table in state_table_names():

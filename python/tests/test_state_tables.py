@@ -311,3 +311,28 @@ def test_a_merge_cut_short_is_finished_by_the_next_one(tmp_path: Path) -> None:
     for index in range(MERGE_AT_FILES):
         write_parquet_part(directory, arrow_rows(table, [_policy_row(10 + index)]))
     assert merge_files(tmp_path, table) is False and len(list(directory.glob("*.parquet"))) == MERGE_AT_FILES + 1
+
+
+def test_a_new_run_in_a_long_lived_session_reads_the_state_tables_as_they_are(spark, tmp_path: Path) -> None:
+    """An engine or a Python API caller runs job after job in one session. Between two runs
+    another process may change a state table (append, merge its files) or an operator may
+    restore the state dir: the next run reads what is there then, not the files the session
+    listed before (an engine's run failed on a file a restored copy no longer held)."""
+    from lakewarden.runtime.spark_session import get_or_create
+    from lakewarden.snapshot import source_columns
+    from lakewarden.state_tables import append_rows, arrow_rows, qualified, visible_parquet, write_parquet_part
+
+    state = tmp_path / "state"
+    width = len(source_columns("lakewarden")["range_windows"])
+
+    def rows(*ids: str) -> list[tuple]:
+        return [("s3://bucket/repo", range_id, *([None] * (width - 2))) for range_id in ids]
+
+    session = get_or_create(state)  # a run
+    append_rows(session, state, "range_windows", rows("r1"))
+    assert session.table(qualified("range_windows")).count() == 1  # listed: one file
+    for stale in visible_parquet(table_location(state, "range_windows")):
+        stale.unlink()  # between the runs, another process replaces the table's files
+    write_parquet_part(table_location(state, "range_windows"), arrow_rows("range_windows", rows("r2", "r3")))
+    session = get_or_create(state)  # the next run in the same session
+    assert sorted(row["range_id"] for row in session.table(qualified("range_windows")).collect()) == ["r2", "r3"]

@@ -365,7 +365,9 @@ def get_or_create(
 
     active = SparkSession.getActiveSession()
     if active is not None:
-        register_state_tables(active, state)
+        # a run in a session that outlives it: what it listed of the state tables before may be
+        # stale (state_tables.register_state_tables)
+        register_state_tables(active, state, refresh=True)
         return active
     builder = SparkSession.builder.appName(app_name)
     # Under spark-submit the cluster's session: master, catalog and warehouse come from
@@ -395,7 +397,9 @@ def get_or_create(
     # Spark logs failed tasks (e.g. a malformed snapshot line) as ERROR with JVM stack traces;
     # lakewarden reports those errors itself in one line, so only FATAL goes to the terminal.
     session.sparkContext.setLogLevel(os.environ.get("LAKEWARDEN_SPARK_LOG_LEVEL", "FATAL"))
-    register_state_tables(session, state)
+    # the session may be one that outlives this run all the same (getActiveSession is per
+    # thread: a job's JVM starts on a thread of its own, SparkStarter, and gets the existing one)
+    register_state_tables(session, state, refresh=True)
     return session
 
 
