@@ -51,7 +51,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory):
     """An engine for this module, on a socket of its own (stopped at the end, killed if need be)."""
     root = tmp_path_factory.mktemp("engine")
     path = root / "e.sock"
-    started = lakewarden("engine", "start", "--socket", str(path), "--idle-timeout", "600", "--jit", "quick", env=command_env())
+    started = lakewarden("engine", "start", "--socket", str(path), "--idle-timeout", "600", "--jit", "quick", "--no-warm-up", env=command_env())
     assert started.returncode == 0, started.stderr
     status = json.loads(lakewarden("engine", "status", "--socket", str(path), env=command_env()).stdout)
     yield path

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from lakewarden.engine.protocol import EngineUnavailable, check_socket_path, control
 
-#: how long ``start`` waits for a new engine's session (a JVM start, ~6-15 s on 2 cores)
-START_TIMEOUT_SECONDS = 180.0
+#: how long ``start`` waits for a new engine's session (a JVM start, ~6-15 s on 2 cores) and
+#: its warm-up (lakewarden.engine.warm_up: 60-110 s on 2 cores)
+START_TIMEOUT_SECONDS = 600.0
 DEFAULT_IDLE_SECONDS = 3600.0
 
 
@@ -56,6 +57,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
                                 help=f"stop after this long with no run (default {DEFAULT_IDLE_SECONDS:.0f}; 0: never)")
             action.add_argument("--jit", choices=("quick", "full"), default="full",
                                 help="the JVM's compilers: full (default: a long-lived JVM's optimised code pays back) or quick")
+            action.add_argument("--warm-up", action=argparse.BooleanOptionalAction, default=True,
+                                help="before taking runs, run every job on a generated sample so the first runs find "
+                                "their code compiled (default; 60-110 s on 2 cores); --no-warm-up takes runs at once")
         action.set_defaults(func=run)
 
 
@@ -84,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engine_action == "serve":
         from lakewarden.engine.server import serve
 
-        return serve(path, state=state, jit=args.jit, idle_seconds=args.idle_timeout or None)
+        return serve(path, state=state, jit=args.jit, idle_seconds=args.idle_timeout or None, warm=args.warm_up)
     return _start(path, state, args)
 
 
@@ -101,13 +105,14 @@ def _start(path: Path, state: Path, args: argparse.Namespace) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     log_path = path.with_name(path.name + ".log")
     command = [sys.executable, "-m", "lakewarden", "engine", "serve", "--socket", str(path), "--scratch", str(state),
-               "--idle-timeout", str(args.idle_timeout), "--jit", args.jit]
+               "--idle-timeout", str(args.idle_timeout), "--jit", args.jit, "--warm-up" if args.warm_up else "--no-warm-up"]
     environment = {key: value for key, value in os.environ.items() if key != "LAKEWARDEN_ENGINE"}
     with open(log_path, "ab") as log_file:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                                    start_new_session=True, env=environment)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
-    print(f"lakewarden engine: starting at {path} (pid {process.pid}, log {log_path})...", file=sys.stderr, flush=True)
+    warming = " and warming up on a generated sample (--no-warm-up skips it)" if args.warm_up else ""
+    print(f"lakewarden engine: starting at {path}{warming} (pid {process.pid}, log {log_path})...", file=sys.stderr, flush=True)
     while time.monotonic() < deadline:
         if process.poll() is not None:
             print(f"lakewarden engine: the engine exited with status {process.returncode} before it answered: see {log_path}",
@@ -118,7 +123,9 @@ def _start(path: Path, state: Path, args: argparse.Namespace) -> int:
         except EngineUnavailable:
             time.sleep(0.2)
             continue
-        print(f"lakewarden engine: ready at {path} (pid {status['pid']}); commands use it with LAKEWARDEN_ENGINE={path}")
+        warmed = status.get("warm_up")
+        after = f" after a warm-up of {warmed['runs']} runs in {warmed['seconds']} s" if warmed else ""
+        print(f"lakewarden engine: ready at {path} (pid {status['pid']}){after}; commands use it with LAKEWARDEN_ENGINE={path}")
         return 0
     process.terminate()
     print(f"lakewarden engine: no answer within {START_TIMEOUT_SECONDS:.0f} s; stopped it: see {log_path}", file=sys.stderr)

@@ -86,6 +86,8 @@ class Engine:
     idle_seconds: float | None
     started_at: float = field(default_factory=time.time)
     runs: int = 0
+    #: what the warm-up did (lakewarden.engine.warm_up.WarmUp.as_status); None: no warm-up
+    warm_up: dict[str, float | int] | None = None
     code: str = field(default_factory=code_fingerprint)
     settings: dict[str, str | None] = field(default_factory=engine_settings)
 
@@ -96,6 +98,7 @@ class Engine:
             "started_at": self.started_at,
             "runs": self.runs,
             "idle_seconds": self.idle_seconds,
+            "warm_up": self.warm_up,
             "code": self.code,
         }
 
@@ -116,14 +119,31 @@ def serve(
     state: Path,
     jit: str,
     idle_seconds: float | None,
+    warm: bool = True,
 ) -> int:
-    """Start the session, listen on ``socket_path`` and run what comes until told to stop, or
-    until no command came for ``idle_seconds`` (None: never). Returns the process's exit status."""
+    """Start the session, warm it up (``warm``: lakewarden.engine.warm_up), listen on
+    ``socket_path`` and run what comes until told to stop, or until no command came for
+    ``idle_seconds`` (None: never). Returns the process's exit status.
+
+    The warm-up comes before the socket listens: a command started meanwhile runs in its own
+    process (one line says so) instead of waiting behind it, and ``start`` returns once the
+    engine is warm."""
     from lakewarden.runtime.spark_session import get_or_create
 
     engine = Engine(socket_path, idle_seconds)  # this process's settings, before Spark sets any
     _claim(socket_path)  # before the JVM starts: a second engine on one socket fails at once
     spark = get_or_create(state, jit=jit, write_archive=False)
+    if warm:
+        from lakewarden.engine.warm_up import warm_up
+
+        def say(line: str) -> None:
+            print(f"lakewarden: {line}", file=sys.stderr, flush=True)
+
+        try:
+            engine.warm_up = warm_up(state, say=say).as_status()
+        except KeyboardInterrupt:
+            return 130
+        say(f"engine warm-up: {engine.warm_up['runs']} runs ({engine.warm_up['failed']} failed) in {engine.warm_up['seconds']} s")
     listener = _listen(socket_path)
     stdout, stderr = Relay("out", sys.stdout), Relay("err", sys.stderr)
     sys.stdout, sys.stderr = stdout, stderr
