@@ -97,6 +97,9 @@ def test_a_job_handed_to_the_engine_marks_and_prints_what_its_own_process_does(
     assert "no engine" not in handed.stderr and "did not take" not in handed.stderr
     status = json.loads(lakewarden("engine", "status", "--socket", str(engine), env=command_env()).stdout)
     assert status["runs"] >= 1 and status["code"] == code_fingerprint()
+    assert status["warm_up"] is None  # started with --no-warm-up (test_engine_warm_up.py runs one)
+    # the log, where a run's output lands when its command went away, is its user's only, as the socket
+    assert (engine.with_name(engine.name + ".log").stat().st_mode & 0o777) == 0o600
 
 
 def test_bad_input_through_the_engine_is_exit_2_and_one_line_naming_the_file(engine: Path, tmp_path: Path) -> None:

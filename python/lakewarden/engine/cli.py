@@ -107,7 +107,9 @@ def _start(path: Path, state: Path, args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "lakewarden", "engine", "serve", "--socket", str(path), "--scratch", str(state),
                "--idle-timeout", str(args.idle_timeout), "--jit", args.jit, "--warm-up" if args.warm_up else "--no-warm-up"]
     environment = {key: value for key, value in os.environ.items() if key != "LAKEWARDEN_ENGINE"}
-    with open(log_path, "ab") as log_file:
+    # only its user reads the log, as the socket (a run's output lands there if its command went away)
+    with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log_file:
+        os.chmod(log_path, 0o600)  # a log an earlier engine left with other permissions
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                                    start_new_session=True, env=environment)
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
