@@ -261,14 +261,15 @@ def check_handed_to_engine(run: ProcessRun) -> None:
 
 
 @contextmanager
-def engine(directory: Path) -> Iterator[Path]:
+def engine(directory: Path, *, warm_up: bool = True) -> Iterator[Path]:
     """An engine (``lakewarden engine start``, docs/operations.md) for the block's commands:
-    every ``lakewarden`` command run with :func:`child_env` hands its run to it. Its start is
-    printed and not counted; it is stopped when the block ends, error or not."""
+    every ``lakewarden`` command run with :func:`child_env` hands its run to it. Its start (with
+    its warm-up unless ``warm_up`` is False: ``--no-warm-up``) is printed and not counted; it is
+    stopped when the block ends, error or not."""
     socket_path = directory / "engine.sock"
     started = time.perf_counter()
-    run = run_measured([*lakewarden_command(), "engine", "start", "--socket", str(socket_path), "--idle-timeout", "900"],
-                       env=child_env())
+    run = run_measured([*lakewarden_command(), "engine", "start", "--socket", str(socket_path), "--idle-timeout", "900",
+                        "--warm-up" if warm_up else "--no-warm-up"], env=child_env())
     if run.returncode != 0:
         raise SystemExit(f"lakewarden engine start failed (exit {run.returncode}):\n{run.stderr.strip()}")
     ENGINE["socket"] = socket_path

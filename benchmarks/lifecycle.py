@@ -44,7 +44,8 @@ these.
 engine this benchmark starts (``lakewarden engine start``, docs/operations.md) and stops at the
 end: the command hands its run to the engine's warm driver. The engine's start and one full run
 on a state dir of its own (the first run of an engine compiles its code) are not counted, as
-with ``--one-process``. Peak RSS is then the command's own, not the engine's.
+with ``--one-process``. Peak RSS is then the command's own, not the engine's. The engine warms
+up before it takes a run (``engine start --warm-up``); ``--no-warm-up`` starts it without.
 """
 
 from __future__ import annotations
@@ -228,9 +229,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="every run a Python API call in this one process, after an uncounted full run that starts the JVM")
     parser.add_argument("--engine", action="store_true",
                         help="every run a command handed to an engine this benchmark starts, after an uncounted full run")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="with --engine: start it without its warm-up (engine start --no-warm-up)")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.no_warm_up and not args.engine:
+        parser.error("--no-warm-up is an engine's: use it with --engine")
     if args.one_process and args.engine:
         parser.error("--one-process and --engine are two ways to run warm: choose one")
     ONE_PROCESS["on"] = args.one_process
@@ -256,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
     first_now = sample.end + timedelta(hours=1)
     if args.engine:
-        with engine(run_dir) as socket_path:
+        with engine(run_dir, warm_up=not args.no_warm_up) as socket_path:
             return _measured_runs(args, sample, run_dir, snapshot, policy, state, first_now, engine_socket=socket_path)
     return _measured_runs(args, sample, run_dir, snapshot, policy, state, first_now)
 

@@ -35,7 +35,8 @@ triple's ratio swung between 60% and 174% on the same code.
 ``--engine``: every run is the same command handed to an engine this benchmark starts
 (``lakewarden engine start``, docs/operations.md; ``LAKEWARDEN_ENGINE``) and stops at the end,
 after one clean run on a state dir of its own that is not counted (an engine's first run
-compiles its code); peak RSS is then each command's own, not the engine's.
+compiles its code); peak RSS is then each command's own, not the engine's. The engine warms up
+before it takes a run (``engine start --warm-up``); ``--no-warm-up`` starts it without.
 """
 
 from __future__ import annotations
@@ -425,9 +426,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="keep data here (default: a temporary directory, removed afterwards)")
     parser.add_argument("--engine", action="store_true",
                         help="every run a command handed to an engine this benchmark starts, after an uncounted clean run")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="with --engine: start it without its warm-up (engine start --no-warm-up)")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.no_warm_up and not args.engine:
+        parser.error("--no-warm-up is an engine's: use it with --engine")
     try:
         import duckdb  # noqa: F401
     except ImportError:
@@ -436,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakewarden-bench-uc-"))
     try:
         if args.engine:
-            with engine(workdir.resolve()):
+            with engine(workdir.resolve(), warm_up=not args.no_warm_up):
                 return _run(args.objects, args.range_entries, workdir.resolve(), args.repeat, warm_up=True)
         return _run(args.objects, args.range_entries, workdir.resolve(), args.repeat)
     finally:

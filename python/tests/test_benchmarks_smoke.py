@@ -95,7 +95,8 @@ def test_noop_benchmark_loads_and_refuses_a_bad_repeat(capsys) -> None:
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
-    [(["--repeat", "0"], "--repeat must be at least 1"), (["--one-process", "--engine"], "choose one")],
+    [(["--repeat", "0"], "--repeat must be at least 1"), (["--one-process", "--engine"], "choose one"),
+     (["--no-warm-up"], "use it with --engine")],
 )
 def test_lifecycle_benchmark_refuses_bad_usage_before_any_run(tmp_path: Path, capsys, arguments: list[str], message: str) -> None:
     """lifecycle.py runs minutes of jobs, so the suite checks only that a repeat count of 0, or
@@ -108,7 +109,8 @@ def test_lifecycle_benchmark_refuses_bad_usage_before_any_run(tmp_path: Path, ca
     assert not (tmp_path / "bench").exists()
 
 
-def test_lifecycle_benchmark_with_an_engine_hands_every_command_to_it(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("warm_up", [True, False])
+def test_lifecycle_benchmark_with_an_engine_hands_every_command_to_it(tmp_path: Path, monkeypatch, warm_up: bool) -> None:
     """--engine: the engine is started once, every run is the same command with LAKEWARDEN_ENGINE
     naming its socket, and the engine is stopped at the end (here, commands recorded, not run)."""
     lifecycle = load_benchmark("lifecycle")
@@ -125,11 +127,12 @@ def test_lifecycle_benchmark_with_an_engine_hands_every_command_to_it(tmp_path: 
     monkeypatch.setattr(lifecycle, "run_measured", measured)
     common = sys.modules["common"]
     monkeypatch.setattr(common, "run_measured", measured)
-    with lifecycle.engine(tmp_path) as socket_path:
+    with lifecycle.engine(tmp_path, warm_up=warm_up) as socket_path:
         run, summary = lifecycle.run_lifecycle(tmp_path / "s", tmp_path / "p.json", datetime(2026, 1, 1, tzinfo=timezone.utc),
                                                tmp_path / "state", tmp_path / "report")
     (start, _), (job, job_env), (stop, _) = commands
     assert "start" in start and str(socket_path) in start
+    assert ("--no-warm-up" in start) == (not warm_up) and ("--warm-up" in start) == warm_up
     assert job_env["LAKEWARDEN_ENGINE"] == str(socket_path) and "lifecycle" in job
     assert "stop" in stop and str(socket_path) in stop
     assert common.ENGINE["socket"] is None and "LAKEWARDEN_ENGINE" not in common.child_env()
