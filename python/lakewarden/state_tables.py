@@ -135,16 +135,17 @@ def register_state_tables(spark: "SparkSession", state: Path, *, refresh: bool =
     state = Path(state).resolve()
     key = id(spark)
     with _registering:
-        if _registered.get(key) == state:
-            if refresh:
-                for table in state_table_names():
-                    stored_location(state, table).mkdir(parents=True, exist_ok=True)  # restored without it
-                    spark.catalog.refreshTable(qualified(table))
+        registered = _registered.get(key) == state
+        if registered and not refresh:
             return
-        spark.sql(f"create database if not exists {STATE_SCHEMA}")
+        if not registered:
+            spark.sql(f"create database if not exists {STATE_SCHEMA}")
         for table in state_table_names():
             location = stored_location(state, table)
-            location.mkdir(parents=True, exist_ok=True)
+            location.mkdir(parents=True, exist_ok=True)  # a restored state dir may lack it
+            if registered:
+                spark.catalog.refreshTable(qualified(table))
+                continue
             spark.sql(f"drop table if exists {qualified(table)}")
             spark.sql(f"create table {qualified(table)} ({_ddl(table)}) using parquet location {sql_string(str(location))}")
         _registered[key] = state
