@@ -24,7 +24,7 @@ PYTHON_DIR = ROOT / "python"
 if str(PYTHON_DIR) not in sys.path and (PYTHON_DIR / "lakewarden").is_dir():
     sys.path.insert(0, str(PYTHON_DIR))  # a checkout: import its lakewarden, not an older install
 
-from lakewarden.sample import SampleConfig, SampleRepository, generate  # noqa: E402
+from lakewarden.sample import SampleRepository, generate, large_sample_config  # noqa: E402
 
 CACHE_FILE = "bench-sample.json"  # written last: its presence means the sample is complete
 
@@ -35,10 +35,7 @@ def bench_sample(directory: Path, *, entries: int, slots: int, seed: int) -> Sam
     Generating 8M entries takes minutes, so the result is kept: when ``directory`` already
     holds a complete sample made with the same parameters (and the same generator shape), it
     is returned as is; otherwise the directory is cleared and generated again."""
-    config = SampleConfig(
-        seed=seed, entries=entries, slots=slots, days=90, feature_branches=12,
-        slots_per_commit=3, write_objects=False, table_format="parquet",
-    )
+    config = large_sample_config(seed=seed, entries=entries, slots=slots)
     parameters = {name: str(value) for name, value in asdict(config).items()}
     return cached_sample(directory, CACHE_FILE, parameters, lambda target: generate(target, config))
 

@@ -60,6 +60,16 @@ class SampleConfig:
     repository_id: str = "sample-repo"
 
 
+def large_sample_config(*, seed: int, entries: int, slots: int = 64) -> SampleConfig:
+    """A 90-day repository of about ``entries`` range rows, as Parquet, without object files:
+    the shape the benchmarks measure at scale and the engine warms up on (one definition, so
+    that a warm-up runs the code the benchmarks time)."""
+    return SampleConfig(
+        seed=seed, entries=entries, slots=slots, days=90, feature_branches=12, slots_per_commit=3,
+        write_objects=False, table_format="parquet",
+    )
+
+
 @dataclass
 class _Branch:
     name: str

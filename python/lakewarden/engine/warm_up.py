@@ -74,18 +74,14 @@ def warm_up(scratch: Path, *, rounds: int = ROUNDS, entries: int = ENTRIES, say:
     ``scratch`` (module docstring); ``say`` gets one line a run."""
     from lakewarden.api import CommittedGcOptions, LifecycleOptions, RunOptions, UncommittedGcOptions
     from lakewarden.api import gc_committed, gc_uncommitted, lifecycle
-    from lakewarden.sample import SampleConfig, generate
+    from lakewarden.sample import generate, large_sample_config
 
     started = time.monotonic()
     runs = failed = 0
     scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=scratch, prefix="warm-up-") as directory:
         root = Path(directory)
-        config = SampleConfig(
-            seed=11, entries=entries, slots=64, days=90, feature_branches=12, slots_per_commit=3,
-            write_objects=False, table_format="parquet",
-        )
-        sample = generate(root / "sample", config)
+        sample = generate(root / "sample", large_sample_config(seed=11, entries=entries))
         rules, policy = root / "gc_rules.json", root / "lifecycle_policy.json"
         rules.write_text(json.dumps(GC_RULES))
         policy.write_text(json.dumps(POLICY))
