@@ -128,7 +128,18 @@ def test_staged_and_young_objects_are_kept(spark, test_state_dir: Path, sample: 
 
 
 @pytest.mark.usefixtures("large_repository_forms")  # the small forms: every other test here
-def test_optimized_run_after_new_commits_and_uploads(spark, test_state_dir: Path, tmp_path: Path) -> None:
+def test_optimized_run_after_new_commits_and_uploads(spark, test_state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lakewarden.runtime import compiled_models
+
+    views: list[str] = []  # the key lists' views the runs make (the large form's: the keys written since)
+    real_view = compiled_models.key_list_view
+
+    def key_list_view(*args: Any, **kwargs: Any) -> str:
+        query = real_view(*args, **kwargs)
+        views.append(query.removeprefix("select key from "))
+        return query
+
+    monkeypatch.setattr(compiled_models, "key_list_view", key_list_view)
     repo = Repo(tmp_path / "repo", seed=5)
     repo.stage("main")
     repo.commit("main")
@@ -172,6 +183,8 @@ def test_optimized_run_after_new_commits_and_uploads(spark, test_state_dir: Path
     assert sources[lost.rsplit("/", 1)[-1]] == "previous_uncommitted"
     assert sources[dropped.rsplit("/", 1)[-1]] == "previous_uncommitted"
     assert sources[new_lost.rsplit("/", 1)[-1]] == "created_since_previous_run"
+    # the key lists' views lasted as long as their run: a long-lived session keeps none of them
+    assert views and not [view for view in views if spark.catalog.tableExists(view)], views
 
     third = tmp_path / "r3"
     assert run_uc(snapshot, test_state_dir, third, now2, "--min-age", "1h", "--dry-run", "--clean") == 0

@@ -245,6 +245,17 @@ class JobContext:
         finally:
             new.unpersist()
 
+    def end(self) -> None:
+        """The run is over: what it made in the session for its own statements goes (the key
+        lists' views: :meth:`~lakewarden.runtime.compiled_models.ModelRunner.drop_key_lists`),
+        so that a long-lived session (the engine's, a notebook's) does not keep every run's."""
+        if self.models is None:
+            return
+        try:
+            self.models.drop_key_lists()
+        except Exception:  # noqa: BLE001 - a session gone with the run's own error: that error is the one to see
+            log.warning("could not drop the run's key list views", exc_info=True)
+
     def model_runner(self) -> "ModelRunner":
         """This run's model runner, made on first use and kept (a node executed once is not
         executed again), :data:`~lakewarden.runtime.compiled_models.NODES_AT_ONCE` nodes at once.

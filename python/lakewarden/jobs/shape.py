@@ -25,7 +25,7 @@ import logging
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Protocol, TypeVar
 
 from lakewarden.errors import error_line
 from lakewarden.jobs.common import JobContext, StartingJob, start_job
@@ -148,13 +148,23 @@ def run_job(job: Job[OptionsT, Any, Any], run: "RunOptions", options: OptionsT, 
         else:
             log.info("%s", line)
 
-    from lakewarden.runtime.project import SENT
-    from lakewarden.runtime.spark_session import spark_jobs_started
-
     inputs = job.read_inputs(options, run)
     context = start_job(
         run, job.name, incremental=job.incremental(options), prepare=lambda starting: job.prepare(options, inputs, starting)
     )
+    try:
+        return _marked_and_swept(job, run, options, inputs, context, say)
+    finally:
+        context.end()
+
+
+def _marked_and_swept(
+    job: Job[OptionsT, Any, Any], run: "RunOptions", options: OptionsT, inputs: Any, context: JobContext, say: Callable[[str], None]
+) -> JobOutcome:
+    """run_job's phases once the job has started: mark, describe, then the dry run's
+    bookkeeping or the sweep and its bookkeeping."""
+    from lakewarden.runtime.project import SENT
+    from lakewarden.runtime.spark_session import spark_jobs_started
     from lakewarden.stores import check_store_options
 
     # options that cannot address the namespace (an Azure endpoint of another account): exit 2

@@ -331,6 +331,9 @@ class ModelRunner:
         self._schemas: set[str] = set()
         self._locations: dict[str, Path] = {}
         self.statements = 0
+        #: the key lists' temporary views this runner made (:func:`key_list_view`), dropped
+        #: when its run ends (:meth:`drop_key_lists`)
+        self._key_list_views: list[str] = []
         from lakewarden.runtime.dbt_python import SharedReachability
 
         #: the branch reachability this run's Python models (and its report) share
@@ -558,6 +561,17 @@ class ModelRunner:
             self._sql(f"drop table if exists {relation}", view)
             self._sql(f"create table {relation} using parquet as select * from {name}", view)
 
+    def drop_key_lists(self) -> None:
+        """Drop the key lists' temporary views this runner made. Its run calls this when it
+        ends: every statement reading one has run by then (a key list goes into a table's or a
+        held node's statement, which is computed when it is built; a view in the catalog cannot
+        read a temporary view). A long-lived session (the engine's) would otherwise keep each
+        run's views for good."""
+        with self._lock:
+            views, self._key_list_views[:] = list(self._key_list_views), []
+        for view in views:
+            self.spark.catalog.dropTempView(view)
+
     def built(self, name: str) -> bool:
         """Whether this runner executed the node named ``name`` (a model or a test)."""
         return any(unique_id.rsplit(".", 1)[-1] == name for unique_id in self._done)
@@ -574,7 +588,7 @@ class ModelRunner:
         try:
             if self.range_lists and ("lakewarden range list" in statement or "lakewarden key list" in statement):
                 # the statement's lists come from a query of their own (two when the first is cut short)
-                statement, lists = with_range_lists(self.spark, statement, sent=self._count)
+                statement, lists = with_range_lists(self.spark, statement, sent=self._count, views=self._key_list_views)
                 if lists:
                     log.debug("%s %s: %d list(s) in place of their subqueries", node.resource_type, node.name, lists)
             return self.spark.sql(statement)
@@ -728,7 +742,12 @@ def _bounded_list(values: Sequence[Any], limit: int) -> list[Any] | None:
 
 
 def with_range_lists(
-    spark: "SparkSession", code: str, *, limit: int = RANGE_LIST_LIMIT, sent: "Callable[[int], None] | None" = None
+    spark: "SparkSession",
+    code: str,
+    *,
+    limit: int = RANGE_LIST_LIMIT,
+    sent: "Callable[[int], None] | None" = None,
+    views: list[str] | None = None,
 ) -> tuple[str, int]:
     """``code`` with each range-list subquery (macros/range_list.sql) replaced by the ids it
     selects, as literals, when they are at most ``limit``, and each key list by a query of its
@@ -743,7 +762,8 @@ def with_range_lists(
     Every list of the statement comes from one Spark query (:func:`collect_lists`), and a
     subquery written twice is run once: each query costs its planning and jobs whatever it
     returns (the lifecycle pass over every entry has two key lists; its staged entries look
-    up the same object keys as its committed ones)."""
+    up the same object keys as its committed ones). ``views``: the names of the key lists'
+    views made are appended to it (their maker drops them: :meth:`ModelRunner.drop_key_lists`)."""
     from lakewarden.snapshot import sql_string
 
     lists = dict.fromkeys(
@@ -781,7 +801,7 @@ def with_range_lists(
         if values is None:
             return match.group(0)
         replaced += 1
-        return key_list_view(spark, values) if values else "null"
+        return key_list_view(spark, values, views=views) if values else "null"
 
     return KEY_LIST.sub(keys, RANGE_LIST.sub(literal, JOINED_RANGE_LIST.sub(joined, code))), replaced
 
@@ -790,7 +810,7 @@ def with_range_lists(
 _KEY_LIST_VIEWS = itertools.count()
 
 
-def key_list_view(spark: "SparkSession", keys: Sequence[int]) -> str:
+def key_list_view(spark: "SparkSession", keys: Sequence[int], *, views: list[str] | None = None) -> str:
     """A query selecting ``keys`` (64-bit keys: macros/range_list.sql's key_list) from a
     temporary view of a local relation holding them, made from Arrow in the driver: no job, no
     text for Spark to parse. A statement testing a column against it is planned as a broadcast
@@ -800,12 +820,15 @@ def key_list_view(spark: "SparkSession", keys: Sequence[int]) -> str:
     uncommitted GC's check of objects written since (8,450 keys, 7.6M kept entry keys) 1.6-1.75 s
     against 2.15-2.35 s; lifecycle's pass over every entry at 1M (~1,300 keys in each of two
     lists) 1.55-1.85 s against 1.7-2.3 s. Planning the literals cost the difference: parsing
-    8,450 of them alone took 0.2-0.7 s. Each view is a few kilobytes; it lasts as long as the
-    session."""
+    8,450 of them alone took 0.2-0.7 s. Each view is a few kilobytes; its name is appended to
+    ``views`` when given (a run's runner drops its views when the run ends), else it lasts as
+    long as the session."""
     import pyarrow as pa
 
     name = f"lakewarden_key_list_{next(_KEY_LIST_VIEWS)}"
     spark.createDataFrame(pa.table({"key": pa.array(keys, pa.int64())})).createOrReplaceTempView(name)
+    if views is not None:
+        views.append(name)
     return f"select key from {name}"
 
 
