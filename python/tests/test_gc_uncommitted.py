@@ -430,7 +430,7 @@ def test_min_age_below_an_hour_needs_force(sample: SampleRepository, test_state_
 
 
 # S3 Inventory reports for a repository on s3://source-bucket/repo/ns (test_inventory's layout)
-from test_inventory import BUCKET, CREATED, OBJECTS, T0, _rewrite_manifest, write_inventory  # noqa: E402
+from test_inventory import BUCKET, CREATED, T0, _rewrite_manifest, write_inventory  # noqa: E402
 
 
 def s3_repo(root: Path, bucket: str = BUCKET) -> Repo:
@@ -489,54 +489,6 @@ def test_the_same_inventory_report_again_starts_from_the_previous_uncommitted_in
         assert run_uc(repo.snapshot_dir, test_state_dir, clean, now + timedelta(hours=1), "--inventory", str(manifest), "--dry-run", "--clean") == 0
     assert marked(clean) == set()
     assert marked(third) == set()
-
-
-@pytest.mark.parametrize("booting", [True, False], ids=["jvm-booting", "session-up"])
-def test_a_new_report_is_cut_while_the_jvm_boots_or_else_beside_the_models(
-    spark, test_state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, booting: bool
-) -> None:
-    """An optimized run from a new Parquet report cuts it in the driver to what it considers: in a
-    job's own process while the JVM boots (prepare_storage), and where the session is up already
-    (the engine's, this suite's) in the storage inventory's thread, beside the models that do not
-    read storage, instead of alone before the first query. The same cut, the same marks."""
-    import threading
-
-    import lakewarden.inventory
-    from lakewarden.runtime import spark_session
-
-    bucket = f"cut-{'booting' if booting else 'up'}"  # a namespace of its own in the shared state dir
-    repo = s3_repo(tmp_path / "repo", bucket)
-    first = tmp_path / "r1"
-    now1 = CREATED + timedelta(minutes=30)  # a report at most --min-age old
-    manifest1 = write_inventory(tmp_path / "inventory1", "Parquet", bucket=bucket)
-    assert run_uc(repo.snapshot_dir, test_state_dir, first, now1, "--inventory", str(manifest1), "--min-age", "1h", "--dry-run", "--clean") == 0
-    before = {f"s3://{bucket}/repo/ns/data/plus+sign", f"s3://{bucket}/repo/ns/data/ünï"}
-    assert marked(first) == before
-
-    # a later report: the same objects and one written after the first run's storage cutoff
-    created = CREATED + timedelta(hours=4)
-    rows = [*OBJECTS, ("repo/ns/data/new", 21, int((CREATED - T0).total_seconds() // 60) + 120, True, False)]
-    manifest2 = write_inventory(tmp_path / "inventory2", "Parquet", rows, bucket=bucket, created=created)
-    cuts: list[str] = []
-    real_cut = lakewarden.inventory.cut_report
-
-    def cut_report(*args: Any, **kwargs: Any) -> Any:
-        cuts.append(threading.current_thread().name)
-        return real_cut(*args, **kwargs)
-
-    monkeypatch.setattr(lakewarden.inventory, "cut_report", cut_report)
-    if booting:  # as a command's process sees it: no session until its JVM is up
-        monkeypatch.setattr(spark_session, "_session_is_up", lambda: False)
-    second = tmp_path / "r2"
-    assert run_uc(repo.snapshot_dir, test_state_dir, second, created + timedelta(minutes=30), "--inventory", str(manifest2), "--min-age", "1h", "--dry-run") == 0
-    result = summary(second)
-    assert result["run_mode"] == "optimized" and result["previous_run_id"] == summary(first)["run_id"]
-    assert marked(second) == before | {f"s3://{bucket}/repo/ns/data/new"}
-    assert len(cuts) == 1, cuts  # one cut, made where it overlaps other work
-    if booting:
-        assert cuts == ["MainThread"]  # prepare_storage, while the JVM boots
-    else:
-        assert cuts[0].startswith("lakewarden-storage"), cuts  # write_storage_beside's thread
 
 
 def _checksum_mismatch(manifest: Path) -> str:

@@ -375,10 +375,6 @@ class StartingJob:
     snapshot: "CheckedSnapshot"
     #: the lakeFS server's blockstore.local.path, for a local:// namespace (None otherwise)
     local_blockstore: str | None = None
-    #: whether a JVM boots meanwhile. False in a process whose session is up already (the
-    #: engine's, a notebook's): what ``prepare`` does then overlaps nothing, and work the run
-    #: can do beside its first queries is better left to the run
-    jvm_booting: bool = True
 
     @property
     def storage_namespace(self) -> str:
@@ -463,7 +459,7 @@ def _started_job(
             field="--now",
         )
     local_blockstore = None if root is None else str(root)
-    prepared = None if prepare is None else prepare(StartingJob(run, now, state, checked, local_blockstore, jvm_booting=starter.booting))
+    prepared = None if prepare is None else prepare(StartingJob(run, now, state, checked, local_blockstore))
     spark = starter.session()
     if size is None:
         size = ranges_bytes(snapshot_dir)

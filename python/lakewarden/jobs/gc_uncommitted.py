@@ -360,21 +360,13 @@ def prepare_storage(
     ``manifest`` located (validated: bad input exits 2 here, before the JVM is waited for; remote
     data files fetched) and, when the run will continue a previous run from a report other than
     that run's, cut to what it considers (1M report rows: 0.5-1.2 s that no longer compete with
-    the models for the cores and the interpreter). A listing is made later, on Spark.
-
-    In a process whose session is up already (the engine's) no JVM boots, and a cut made here
-    would run alone before the run's first query: it is left to the storage inventory's own
-    thread (:func:`write_storage_beside`), which makes it beside the models that do not read
-    storage (:func:`lakewarden.inventory.cut_in_driver`: the same cut, by the same cutoff and
-    previous inventory). The report is located and validated here either way."""
+    the models for the cores and the interpreter). A listing is made later, on Spark."""
     from lakewarden.inventory import cut_report
 
     if not manifest:
         return StorageStart()
     namespace = starting.storage_namespace
     report = locate_storage_report(manifest, namespace, store_options, now=starting.now, min_age=min_age)
-    if not starting.jvm_booting:
-        return StorageStart(None, report)  # nothing to overlap here: the run cuts beside its models
     previous = None if clean else find_previous_run(starting, namespace_key(namespace))[0]
     if previous is None or previous.inventory_fingerprint == report.fingerprint:
         return StorageStart(None, report)  # a clean run, or the same report again: no cut

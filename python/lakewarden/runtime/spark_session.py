@@ -444,12 +444,6 @@ def spark_jobs_started(spark: "SparkSession") -> int | None:
         return None
 
 
-def _session_is_up() -> bool:
-    """Whether this process has a Spark session running already."""
-    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
-    return context is not None and context._active_spark_context is not None  # noqa: SLF001 - the only way to ask
-
-
 class SparkStarter:
     """Starts the session on a background thread, so the JVM boots (~6 s) while the main thread
     reads and validates the job's inputs and imports dbt; ``session()`` waits for it.
@@ -462,10 +456,6 @@ class SparkStarter:
     def __init__(self, state: Path, *, jit: str = "full") -> None:
         self._state = state
         self._jit = jit
-        #: whether a JVM boots behind this starter (False: a session is up already, a long-lived
-        #: process's: the engine's, a notebook's). Asked without importing pyspark: a process
-        #: that has not imported it has no session
-        self.booting = not _session_is_up()
         self._lock = threading.Lock()
         self._result: "SparkSession | None" = None
         self._created = False
