@@ -5,6 +5,7 @@ that lets ``python benchmarks/<name>.py`` run from a checkout without installing
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -255,6 +256,21 @@ def check_handed_to_engine(run: ProcessRun) -> None:
     refused = [line for line in run.stderr.splitlines() if line.startswith("lakewarden: LAKEWARDEN_ENGINE:")]
     if refused:
         raise SystemExit(f"a run was not handed to the engine, so its time is not an engine run's: {refused[0]}")
+
+
+def add_engine_options(parser: argparse.ArgumentParser, *, uncounted: str) -> None:
+    """``--engine`` and ``--no-warm-up``, as every benchmark that can hand its runs to an engine
+    takes them (:func:`engine`); ``uncounted``: the run made first in the engine, not counted."""
+    parser.add_argument("--engine", action="store_true",
+                        help=f"every run a command handed to an engine this benchmark starts, after an uncounted {uncounted}")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="with --engine: start it without its warm-up (engine start --no-warm-up)")
+
+
+def check_engine_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse ``--no-warm-up`` without ``--engine`` (:func:`add_engine_options`), before any run."""
+    if args.no_warm_up and not args.engine:
+        parser.error("--no-warm-up is an engine's: use it with --engine")
 
 
 @contextmanager

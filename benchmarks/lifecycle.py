@@ -63,7 +63,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (  # noqa: E402
     ProcessRun,
+    add_engine_options,
     bench_sample,
+    check_engine_options,
     child_env,
     describe_noop,
     engine,
@@ -227,15 +229,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="samples are cached here by their parameters (default: $TMPDIR/lakewarden-bench)")
     parser.add_argument("--one-process", action="store_true",
                         help="every run a Python API call in this one process, after an uncounted full run that starts the JVM")
-    parser.add_argument("--engine", action="store_true",
-                        help="every run a command handed to an engine this benchmark starts, after an uncounted full run")
-    parser.add_argument("--no-warm-up", action="store_true",
-                        help="with --engine: start it without its warm-up (engine start --no-warm-up)")
+    add_engine_options(parser, uncounted="full run")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
-    if args.no_warm_up and not args.engine:
-        parser.error("--no-warm-up is an engine's: use it with --engine")
+    check_engine_options(parser, args)
     if args.one_process and args.engine:
         parser.error("--one-process and --engine are two ways to run warm: choose one")
     ONE_PROCESS["on"] = args.one_process

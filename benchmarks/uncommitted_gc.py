@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, child_env, describe_noop, describe_share, engine, incremental_share, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, add_engine_options, check_engine_options, child_env, describe_noop, describe_share, engine, incremental_share, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -424,15 +424,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--range-entries", type=int, default=20_000, help="entries per range (default 20000): one range per commit")
     parser.add_argument("--repeat", type=int, default=1, help="optimized, clean and no-op runs this many times (default 1; medians)")
     parser.add_argument("--workdir", type=Path, help="keep data here (default: a temporary directory, removed afterwards)")
-    parser.add_argument("--engine", action="store_true",
-                        help="every run a command handed to an engine this benchmark starts, after an uncounted clean run")
-    parser.add_argument("--no-warm-up", action="store_true",
-                        help="with --engine: start it without its warm-up (engine start --no-warm-up)")
+    add_engine_options(parser, uncounted="clean run")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
-    if args.no_warm_up and not args.engine:
-        parser.error("--no-warm-up is an engine's: use it with --engine")
+    check_engine_options(parser, args)
     try:
         import duckdb  # noqa: F401
     except ImportError:
