@@ -568,7 +568,8 @@ class ModelRunner:
         read a temporary view). A long-lived session (the engine's) would otherwise keep each
         run's views for good."""
         with self._lock:
-            views, self._key_list_views[:] = list(self._key_list_views), []
+            views = list(self._key_list_views)
+            self._key_list_views.clear()
         for view in views:
             self.spark.catalog.dropTempView(view)
 
