@@ -16,6 +16,7 @@ from lakewarden.runtime.compiled_models import (
     ModelRunner,
     _compiled,
     _in_dependency_order,
+    chain_heights,
     collect_lists,
     compile_selection,
     with_range_lists,
@@ -315,6 +316,33 @@ def test_nodes_at_once_start_only_after_what_they_depend_on_and_a_failure_starts
     assert not runner.built("c_after") and not runner.built("c_broken")
 
 
+def test_chain_heights_count_the_longest_chain_to_the_end_of_the_build():
+    first = _node("h_first", "select 1 as n")
+    second = _node("h_second", "select 1 as n", depends_on=[first.unique_id])
+    third = _node("h_third", "select 1 as n", depends_on=[second.unique_id, "source.t.outside"])
+    beside = _node("h_beside", "select 1 as n", depends_on=[first.unique_id])
+    alone = _node("h_alone", "select 1 as n")
+    heights = chain_heights([alone, beside, third, second, first])  # any order: placed by dependency first
+    assert {n.rsplit(".", 1)[-1]: h for n, h in heights.items()} == {"h_first": 3, "h_second": 2, "h_third": 1, "h_beside": 1, "h_alone": 1}
+
+
+def test_of_the_nodes_ready_the_head_of_the_longest_chain_starts_first(spark):
+    """Two places, three nodes ready at once: two alone come first in the compiled order, the
+    head of a chain of three last. The head starts in the first two places (the longest chain
+    first), so the chain is not held up behind the nodes only the end of the build needs."""
+    alone_a = _node("o_alone_a", "select id as n from range(3)", materialized="table")
+    alone_b = _node("o_alone_b", "select id as n from range(3)", materialized="table")
+    head = _node("o_head", "select id as n from range(3)", materialized="table")
+    middle = _node("o_middle", "select n from runner_test.o_head", materialized="table", depends_on=[head.unique_id])
+    tail = _node("o_tail", "select n from runner_test.o_middle", materialized="table", depends_on=[middle.unique_id])
+    runner = RecordingRunner(spark, concurrency=2)
+    runner.build([alone_a, alone_b, head, middle, tail])
+    starts = [name for kind, name in runner.events if kind == "start"]
+    assert starts.index("o_head") < 2 and starts[0] == "o_head", starts
+    assert starts.index("o_alone_a") < starts.index("o_alone_b")  # ties keep the compiled order
+    assert spark.table("runner_test.o_tail").count() == 3
+
+
 @pytest.mark.parametrize("concurrency", [1, 2])
 def test_a_node_reading_an_awaited_source_starts_once_it_is_written_the_others_meanwhile(spark, concurrency):
     """awaiting: a source the caller is still writing (uncommitted GC's storage inventory). The
@@ -391,6 +419,14 @@ def test_a_short_range_list_becomes_literals_a_long_one_stays_its_subquery(spark
     in_view, count = with_range_lists(spark, keys)
     assert count == 1 and "range(3)" not in in_view and "lakewarden_key_list_" in in_view
     assert sorted(row.id for row in spark.sql(in_view).collect()) == [0, 1, 2]
+    # the same list twice in a statement: one view, read by both
+    listed = "/* lakewarden key list, up to 5000 */ select xxhash64(cast(id as string)) from range(3) /* end of lakewarden key list */"
+    statement = (f"select id from range(10) where xxhash64(cast(id as string)) in ({listed}) "
+                 f"or xxhash64(cast(id - 5 as string)) in ({listed})")
+    views: list[str] = []
+    twice, count = with_range_lists(spark, statement, views=views)
+    assert count == 2 and len(views) == 1 and twice.count(f"select key from {views[0]}") == 2
+    assert sorted(row.id for row in spark.sql(twice).collect()) == [0, 1, 2, 5, 6, 7]
     # and no key: a null, as for range ids
     none, count = with_range_lists(spark, keys.replace("range(3)", "range(0)"))
     assert count == 1 and "in (null)" in none and spark.sql(none).count() == 0
