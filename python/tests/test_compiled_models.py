@@ -221,6 +221,28 @@ def test_holding_holds_the_int_tables_built_in_the_block_and_they_stay_held(spar
     assert sorted(r.n for r in spark.table("runner_test.int_h_after").collect()) == [1, 3, 5, 7]
 
 
+def test_a_model_counted_as_it_is_held_gives_its_rows_without_a_query_of_its_own(spark):
+    """holding(counting=...): the held model's rows are counted by the job that computes them
+    (lifecycle's pass over every entry: the rest's form is taken from that count); the rows
+    are kept once counted (the held view's plan reads them, not their query); a model held
+    without being named is not counted."""
+    runner = ModelRunner(spark)
+    counted = _node("int_c_counted", "select id as n from range(10) where id % 3 = 0", materialized="table")
+    plain = _node("int_c_plain", "select n from runner_test.int_c_counted", materialized="table", depends_on=[counted.unique_id])
+    sent: list[int] = []
+    runner._count = sent.append  # the statements the runner sends, one each
+    with runner.holding(True, counting=("int_c_counted",)):
+        runner.build([counted])
+    with runner.holding(True):
+        runner.build([plain])
+    assert runner.held_rows("int_c_counted") == 4 and runner.held_rows("int_c_plain") is None
+    assert len(sent) == 2  # one statement each: the count was no query of its own
+    view = runner.relation("runner_test.int_c_counted")
+    assert sorted(row.n for row in spark.table(view).collect()) == [0, 3, 6, 9]
+    assert "ExistingRDD" in spark.table(view)._jdf.queryExecution().executedPlan().toString()
+    assert spark.table(view)._jdf.queryExecution().optimizedPlan().rdd().isCheckpointed()  # computed once, kept
+
+
 @pytest.mark.parametrize("hold", [False, True])
 def test_a_view_named_in_as_tables_is_computed_once_as_a_table_with_the_same_rows(spark, hold):
     """as_tables (an optimized uncommitted GC run's candidates): the view's rows are computed

@@ -340,6 +340,10 @@ class ModelRunner:
         self._held: dict[str, str] = {}
         #: relations that stay tables in this build although holdable (a view reads them)
         self._keep_as_tables: set[str] = set()
+        #: models (by name) whose rows are counted when held (:meth:`holding`'s ``counting``)
+        self._counting: set[str] = set()
+        #: relation -> its rows, for the held relations counted (:meth:`held_rows`)
+        self._held_rows: dict[str, int] = {}
         #: nodes executed at once, each once the nodes it depends on are done (1: one at a time)
         self.concurrency = max(1, concurrency)
         self._lock = threading.RLock()
@@ -522,17 +526,27 @@ class ModelRunner:
         return [warnings[node.unique_id] for node in pending if node.unique_id in warnings]
 
     @contextmanager
-    def holding(self, hold: bool = True) -> Iterator[None]:
+    def holding(self, hold: bool = True, *, counting: Collection[str] = ()) -> Iterator[None]:
         """Within the block, hold the ``int_`` tables built (:meth:`_hold`) when ``hold``, as a
         small snapshot's run does throughout: a stretch of a large snapshot's run whose queries
         read few rows (lakewarden.runtime.spark_session.small_form_for) saves their Parquet
-        files too. What was held stays held after the block."""
-        before = self.hold_intermediates
+        files too. What was held stays held after the block. ``counting``: models (by name)
+        whose rows are counted as they are held, by the job that computes them
+        (:meth:`held_rows` gives the count)."""
+        before, counted_before = self.hold_intermediates, set(self._counting)
         self.hold_intermediates = before or hold
+        self._counting |= set(counting)
         try:
             yield
         finally:
             self.hold_intermediates = before
+            self._counting = counted_before
+
+    def held_rows(self, name: str) -> int | None:
+        """How many rows the held model ``name`` has, when it was counted as it was held
+        (:meth:`holding`'s ``counting``); else None."""
+        with self._lock:
+            return next((rows for relation, rows in self._held_rows.items() if relation.rsplit(".", 1)[-1] == name), None)
 
     def relation(self, qualified: str) -> str:
         """Where a model's rows are in this session: its table (``schema.name``), or the
@@ -567,15 +581,26 @@ class ModelRunner:
         view = held_view(node.relation)
         if node.language == "python":
             self._count(1)  # _sql counts a SQL node's statement
+        rows: int | None = None
         try:
             frame = self._python_frame(node) if node.language == "python" else self._sql(node.code, node)
-            frame.localCheckpoint(eager=True).createOrReplaceTempView(view)
+            if node.name in self._counting:
+                # the count is the job that computes the rows and keeps them (an eager
+                # checkpoint's own job is a count whose result it drops): the rows' count
+                # without a query of its own
+                held = frame.localCheckpoint(eager=False)
+                rows = held.count()
+            else:
+                held = frame.localCheckpoint(eager=True)
+            held.createOrReplaceTempView(view)
         except LakewardenError:
             raise
         except Exception as exc:  # noqa: BLE001 - Spark's analysis and runtime errors alike
             raise ModelFailed(f"model {node.name} failed: {_first_line(exc)}") from exc
         with self._lock:
             self._held[node.relation] = view
+            if rows is not None:
+                self._held_rows[node.relation] = rows
 
     def _unhold_read_by(self, view: CompiledNode) -> None:
         """A view in the catalog cannot read a temporary view: a held relation it reads (one an

@@ -277,7 +277,8 @@ def mark_lifecycle(
             # the pass reads every entry (the session's own form), and what it finds is held in
             # memory when the newly expired entries were few (ModelRunner.holding): the
             # references of a few thousand objects, which the steps after it read from there
-            with context.model_runner().holding(few):
+            # (counted as they are held: the rest's form is taken from their count)
+            with context.model_runner().holding(few, counting=(REFERENCES,)):
                 context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
             rest_rows = rows_after_references(context, entries)
         with context.form_for(rest_rows):
@@ -432,14 +433,16 @@ def rows_after_references(context: JobContext, entries: int | None) -> int | Non
     when a count is unknown. ``entries``: the entries of the ranges read (:func:`ranges_read`).
     The references are counted only when the rest could be small without them. The entries
     read are then few, so the pass's stretch held the references in memory (unless a view
-    reads them): the count reads no file."""
+    reads them), counted by the job that computed them (ModelRunner.held_rows): no query of
+    its own (else one, which reads no file either)."""
     metaranges = context.snapshot.row_counts.get("metaranges")
     if entries is None or metaranges is None:
         return None
     known = entries + int(metaranges)
     if known > spark_session.SMALL_FORM_ROWS:
         return known  # the large form, whatever the pass found
-    return context.table(REFERENCES).count() + known
+    references = context.model_runner().held_rows(REFERENCES)
+    return (context.table(REFERENCES).count() if references is None else references) + known
 
 
 def _figures(context: JobContext) -> dict[str, Any]:
