@@ -27,7 +27,7 @@ import sys
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 
 from lakewarden.errors import LakewardenError
 
@@ -47,6 +47,7 @@ _registered: dict[int, Path] = {}
 #: and create met the other's create ("TABLE_OR_VIEW_ALREADY_EXISTS")
 _registering = threading.Lock()
 _held = threading.local()
+_T = TypeVar("_T")
 
 
 class StateLocked(LakewardenError):
@@ -375,9 +376,31 @@ def append_frame(spark: "SparkSession", state: Path, table: str, frame: Any) -> 
         spark.catalog.refreshTable(qualified(table))
 
 
+def within_this_hold(function: Callable[[], _T]) -> Callable[[], _T]:
+    """``function`` for another thread of this process, run within the state dir writer lock
+    this thread holds (:func:`state_lock`): the lock is re-entrant per thread, so a write
+    started on a worker thread would otherwise find the lock taken (by this very process) and
+    fail. The caller waits for the worker before it lets the lock go (a job's mark hands one
+    stretch of its writes to a thread and joins it within its hold). Raises RuntimeError when
+    this thread holds no lock: a worker must never write a state dir unlocked."""
+    depth = getattr(_held, "depth", 0)
+    if not depth:
+        raise RuntimeError("within_this_hold: this thread holds no state dir lock")
+
+    def run() -> _T:
+        _held.depth = depth
+        try:
+            return function()
+        finally:
+            _held.depth = 0
+
+    return run
+
+
 @contextlib.contextmanager
 def state_lock(state: Path, what: str) -> Iterator[None]:
-    """Hold the state dir's writer lock for ``what`` (re-entrant within this process).
+    """Hold the state dir's writer lock for ``what`` (re-entrant within the thread holding it;
+    another thread of this process works within that hold through :func:`within_this_hold`).
 
     Raises :class:`StateLocked` naming the holder when another process has it."""
     depth = getattr(_held, "depth", 0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lakewarden.state_tables import StateLocked, state_lock, state_table_names, table_location
+from lakewarden.state_tables import StateLocked, state_lock, state_table_names, table_location, within_this_hold
 
 HOLD = """
 import sys, time
@@ -58,6 +58,28 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path: Path) -> None:
             pass
         with state_lock(tmp_path, "inner again"):
             pass
+
+
+def test_a_worker_thread_writes_within_the_hold_of_the_thread_that_took_the_lock(tmp_path: Path) -> None:
+    """The lock is re-entrant per thread: a worker thread of the holder finds it taken (by this
+    very process) unless it works within the holder's hold (within_this_hold, as lifecycle's
+    mark does for its state appends); and no worker may be handed a hold that is not there."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write() -> str:
+        with state_lock(tmp_path, "worker's append"):
+            return "written"
+
+    with pytest.raises(RuntimeError, match="holds no state dir lock"):
+        within_this_hold(write)
+    with state_lock(tmp_path, "mark"), ThreadPoolExecutor(max_workers=1) as pool:
+        with pytest.raises(StateLocked):
+            pool.submit(write).result()  # a bare worker: refused, as another process would be
+        assert pool.submit(within_this_hold(write)).result() == "written"
+        with pytest.raises(StateLocked):
+            pool.submit(write).result()  # the worker holds nothing once its function is done
+    with state_lock(tmp_path, "free again"):
+        pass
 
 
 def test_tables_live_under_the_state_dir(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,7 +36,7 @@ from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, figu
 from lakewarden.runtime import spark_session
 from lakewarden.runtime.spark_session import small_form_for
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
-from lakewarden.state_tables import append_frame, append_rows, state_lock
+from lakewarden.state_tables import append_frame, append_rows, state_lock, within_this_hold
 from lakewarden.timestamps import from_spark
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -206,6 +207,13 @@ class RunLedger:
         append_rows(self.context.spark, self.context.state, EVENTS, [tuple(values[name] for name in self.columns)])
 
 
+def _keep_state(context: JobContext) -> int:
+    """What a marked run keeps in the state dir for later runs: its policy (the policy history)
+    and the age windows it computed; how many windows (:meth:`JobContext.keep_range_windows`)."""
+    record_policy(context)
+    return context.keep_range_windows()
+
+
 def record_policy(context: JobContext) -> None:
     """Append this run's rows of ``lifecycle_policy`` to the state dir's policy history, the
     table later runs read their predecessors' policies from."""
@@ -328,29 +336,33 @@ def _mark_rest(
         # the other mart and the safety tests at once (a test starts once the marts it reads
         # are built); nothing is written before both are done and the tests passed
         context.build_models(MARK_MODELS, lifecycle_reads_ranges=reads_ranges, **variables)
-        record_policy(context)
-        figures = _figures(context)
-        figures["range_windows_computed"] = context.keep_range_windows()
-        totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
-        num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
-        report.write_addresses(
-            marked.select(
-                "address",
-                "address_type",
-                "physical_address",
-                "size_bytes",
-                "last_modified_at",
-                F.array_join("paths", ";").alias("paths"),
-                F.array_join("matched_rules", ";").alias("matched_rules"),
-                "path_count",
+        # the state tables' appends (this run's policy, the windows it computed) on a thread
+        # beside the report's figures and outputs below: neither reads what the other writes,
+        # and each is a few statements whose planning and small jobs overlap the other's
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lifecycle-state") as pool:
+            windows_kept = pool.submit(within_this_hold(lambda: _keep_state(context)))  # mark holds the state lock
+            figures = _figures(context)
+            totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
+            num_marked, bytes_marked = int(totals["n"] or 0), int(totals["bytes"] or 0)
+            report.write_addresses(
+                marked.select(
+                    "address",
+                    "address_type",
+                    "physical_address",
+                    "size_bytes",
+                    "last_modified_at",
+                    F.array_join("paths", ";").alias("paths"),
+                    F.array_join("matched_rules", ";").alias("matched_rules"),
+                    "path_count",
+                )
             )
-        )
-        (
-            marked.select("run_id", "address", "physical_address", "paths", "matched_rules", F.lit(run_date).alias("date"))
-            .write.mode("append")
-            .partitionBy("date")
-            .parquet(str(base / "addresses"))
-        )
+            (
+                marked.select("run_id", "address", "physical_address", "paths", "matched_rules", F.lit(run_date).alias("date"))
+                .write.mode("append")
+                .partitionBy("date")
+                .parquet(str(base / "addresses"))
+            )
+            figures["range_windows_computed"] = windows_kept.result()
     ledger.record("marked", num_marked=num_marked)
     report.update(num_marked=num_marked, bytes_marked=bytes_marked, stats=str(stats_path(context, base)), **figures)
     report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
