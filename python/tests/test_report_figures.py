@@ -154,6 +154,31 @@ def test_uncommitted_objects_trace_no_commit_and_their_kept_ages_are_the_runs_ow
     assert [(g.objects, g.bytes) for g in figures.ages_kept] == [(1, 5)] + [(0, 0)] * 7 + [(1, 9), (0, 0)]
 
 
+def test_kept_in_ranges_takes_the_ids_a_caller_gathered_and_asks_for_none(spark, snapshot: str, monkeypatch) -> None:
+    """The kept objects of some ranges (lifecycle's read ranges): given the ids its read decision
+    gathered, no query asks for them again, and the rows are those of the ids asked for."""
+    import lakewarden.runtime.compiled_models as compiled_models
+    from lakewarden.reports.figures import kept_in_ranges
+
+    marked = spark.createDataFrame([("a2",)], "address string")
+    ranges = spark.createDataFrame([("r1",), ("r2",)], "range_id string")
+
+    from lakewarden.timestamps import from_spark
+
+    def rows(frame) -> list[tuple]:
+        return sorted((from_spark(row["earliest_modified_at"]), row["size_bytes"]) for row in frame.collect())
+
+    asked = rows(kept_in_ranges(spark, snapshot, ranges, marked))
+    assert asked == sorted([(ago(0.5), 100), (ago(10), 300)])  # a1 and a3: a2 is marked
+
+    def refused(*_args, **_kwargs):
+        raise AssertionError("the ids were asked for again")
+
+    monkeypatch.setattr(compiled_models, "collect_range_ids", refused)
+    assert rows(kept_in_ranges(spark, snapshot, ranges, marked, gathered=["r1", "r2"])) == asked
+    assert rows(kept_in_ranges(spark, snapshot, ranges, marked, gathered=[])) == []  # none read: no entry
+
+
 def test_lifecycle_figures_count_each_rule_and_fold_small_groups(spark, snapshot: str, tmp_path: Path, monkeypatch) -> None:
     import lakewarden.reports.figures as figures_module
 

@@ -288,17 +288,21 @@ READ_RANGES_KEPT_NOTE = (
 )
 
 
-def kept_in_ranges(spark: "SparkSession", snapshot_schema: str, range_ids: "DataFrame", marked: "DataFrame") -> "DataFrame":
+def kept_in_ranges(
+    spark: "SparkSession", snapshot_schema: str, range_ids: "DataFrame", marked: "DataFrame", *,
+    gathered: "list[str] | None" = None,
+) -> "DataFrame":
     """The objects of the ranges ``range_ids`` (one ``range_id`` column) that ``marked`` does not
     hold, one row per address (``earliest_modified_at``, ``size_bytes``): the ``kept`` of a job
     that reads only some ranges (lifecycle), so its figures read those and no others. A few
     thousand ids become a literal list (the Parquet reader skips the other ranges' row groups,
-    as the models' range lists do); more are a semi-join; none reads no entry."""
+    as the models' range lists do); more are a semi-join; none reads no entry. ``gathered``:
+    the ids of ``range_ids`` when the caller has them already (no query for them here)."""
     from pyspark.sql import functions as F
 
     from lakewarden.runtime.compiled_models import collect_range_ids
 
-    ids = collect_range_ids(range_ids.select("range_id"))
+    ids = gathered if gathered is not None else collect_range_ids(range_ids.select("range_id"))
     entries = spark.table(f"{snapshot_schema}.ranges")
     if ids is not None:
         entries = entries.where(F.col("range_id").isin(ids) if ids else F.lit(False))

@@ -272,7 +272,7 @@ def mark_lifecycle(
 
         with context.form_for(rows_before_decision(context, build_up_to)):
             build_up_to(READ_DECISION)
-        ranges, entries = ranges_read(context)
+        ranges, entries, read_ids = ranges_read(context)
         reads_ranges = ranges > 0
         rest_rows: int | None = 0  # a run that reads no range: every step after the decision is empty
         if not reads_ranges:
@@ -290,7 +290,7 @@ def mark_lifecycle(
                 context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
             rest_rows = rows_after_references(context, entries)
         with context.form_for(rest_rows):
-            return _mark_rest(context, report, ledger, reads_ranges=reads_ranges, **variables)
+            return _mark_rest(context, report, ledger, reads_ranges=reads_ranges, read_ids=read_ids, **variables)
     except Exception as exc:
         error = error_line(exc)
         report.finish(success=False, status="failed", error=error)
@@ -302,10 +302,12 @@ def mark_lifecycle(
 
 
 def _mark_rest(
-    context: JobContext, report: Report, ledger: "RunLedger", *, reads_ranges: bool, **variables: Any
+    context: JobContext, report: Report, ledger: "RunLedger", *, reads_ranges: bool, read_ids: "list[str] | None" = None,
+    **variables: Any,
 ) -> LifecycleResult:
     """The mark after the pass over every entry: the decisions on what it found, the safety
-    tests, the report's figures and the outputs."""
+    tests, the report's figures and the outputs. ``read_ids``: the ranges read, as the read
+    decision's query gathered them (:func:`ranges_read`), for the report's kept objects."""
     from pyspark.sql import functions as F
 
     # the marked mart first (with the run's figures, which need the same steps and not the
@@ -322,7 +324,8 @@ def _mark_rest(
     def draw() -> dict[str, Any] | None:
         return figures_document(
             context.spark, job=JOB, marked=marked, snapshot_schema=SNAPSHOT_SCHEMA, now=context.now,
-            kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked), kept_note=READ_RANGES_KEPT_NOTE,
+            kept=lambda: kept_in_ranges(context.spark, SNAPSHOT_SCHEMA, read_ranges, marked, gathered=read_ids),
+            kept_note=READ_RANGES_KEPT_NOTE,
             # the graph models walked this snapshot's commit graph already (the marked mart is built on them)
             reachability=context.model_runner().reachability.computed(),
             may_mark=reads_ranges,  # no range read, no newly expired path: nothing marked
@@ -369,29 +372,41 @@ def _mark_rest(
     return LifecycleResult(report, base, figures, num_marked, bytes_marked)
 
 
-def ranges_read(context: JobContext) -> tuple[int, int | None]:
-    """How many ranges ``int_lifecycle__read_ranges`` (built) reads, and how many entries they
-    hold (their windows' counts; None when a window lacks its count): one query for both.
+def ranges_read(context: JobContext) -> tuple[int, int | None, list[str] | None]:
+    """How many ranges ``int_lifecycle__read_ranges`` (built) reads, how many entries they
+    hold (their windows' counts; None when a window lacks its count), and their ids when at
+    most :data:`~lakewarden.runtime.compiled_models.RANGE_LIST_LIMIT` (else None): one query
+    for all three.
 
     With no range to read, no path is newly expired, so the steps after the decision are empty:
     the runner says so with the var ``lifecycle_reads_ranges`` and they plan no scan (macro
     ``lifecycle_unless_no_range_read``); the steps before it are the same nodes either way and
     are not built twice. Else the entries are the rows the newly expired entries are found in,
-    and choose that stretch's form. Why one query: each query costs its planning whatever it
-    reads (about 0.3 s at this point of a run on 1M entries), and a no-op run asks only this."""
+    and choose that stretch's form; the ids are the ranges whose objects the report's kept ages
+    count (:func:`~lakewarden.reports.figures.kept_in_ranges`, which would otherwise ask for
+    them again: 0.24 s of an incremental run's figures at 1M entries). Why one query: each
+    query costs its planning whatever it reads (about 0.3 s at this point of a run on 1M
+    entries), and a no-op run asks only this. Range ids, never addresses: at most the limit
+    reach the driver."""
     from pyspark.sql import functions as F
+
+    from lakewarden.runtime.compiled_models import RANGE_LIST_LIMIT
 
     # one row per range a potential commit lists: at most the snapshot's metarange rows
     with small_form_for(context.spark, context.snapshot.row_counts.get("metaranges")):
         row = (
             context.table("int_lifecycle__read_ranges").where("is_read")
-            .agg(F.count(F.lit(1)).alias("ranges"), F.count("entry_count").alias("counted"), F.sum("entry_count").alias("entries"))
+            .agg(
+                F.count(F.lit(1)).alias("ranges"), F.count("entry_count").alias("counted"), F.sum("entry_count").alias("entries"),
+                F.slice(F.collect_list("range_id"), 1, RANGE_LIST_LIMIT + 1).alias("ids"),
+            )
             .first()
         )
     ranges = int(row["ranges"]) if row is not None else 0
+    ids = sorted(row["ids"]) if row is not None and ranges <= RANGE_LIST_LIMIT else None
     if row is None or row["counted"] != ranges:
-        return ranges, None
-    return ranges, int(row["entries"] or 0)
+        return ranges, None, ids
+    return ranges, int(row["entries"] or 0), ids
 
 
 def rows_before_decision(context: JobContext, build_up_to: Callable[[tuple[str, ...]], None]) -> int | None:
