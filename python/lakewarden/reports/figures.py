@@ -44,7 +44,7 @@ from lakewarden.commit_graph import DANGLING, set_bits
 from lakewarden.errors import error_line
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from lakewarden.commit_graph import Reachability
 
@@ -298,75 +298,167 @@ def kept_in_ranges(
     thousand ids become a literal list (the Parquet reader skips the other ranges' row groups,
     as the models' range lists do); more are a semi-join; none reads no entry. ``gathered``:
     the ids of ``range_ids`` when the caller has them already (no query for them here)."""
-    from pyspark.sql import functions as F
-
     from lakewarden.runtime.compiled_models import collect_range_ids
 
     ids = gathered if gathered is not None else collect_range_ids(range_ids.select("range_id"))
-    entries = spark.table(f"{snapshot_schema}.ranges")
-    if ids is not None:
-        entries = entries.where(F.col("range_id").isin(ids) if ids else F.lit(False))
+    frames = {"marked": marked}
+    if ids is None:
+        frames["read"] = range_ids.select("range_id")
+        read = "range_id in (select range_id from {read})"
     else:
-        entries = entries.join(range_ids.select("range_id").distinct(), "range_id", "left_semi")
-    marked_keys = marked.select(F.xxhash64("address").alias("address_key")).distinct()
-    return (
-        entries.select(F.xxhash64("address").alias("address_key"), "last_modified", "size")
-        .groupBy("address_key")
-        .agg(F.min("last_modified").alias("earliest_modified_at"), F.max("size").alias("size_bytes"))
-        .join(marked_keys, "address_key", "left_anti")
-        .select("earliest_modified_at", "size_bytes")
+        read = f"range_id in ({', '.join(_text(str(i)) for i in ids)})" if ids else "false"
+    return _sql(
+        spark,
+        f"""
+        with entries as (
+            select xxhash64(address) as address_key, min(last_modified) as earliest_modified_at, max(size) as size_bytes
+            from {_table(snapshot_schema, "ranges")}
+            where {read}
+            group by xxhash64(address)
+        ),
+        marked_keys as (
+            select distinct xxhash64(address) as address_key from {{marked}}
+        )
+        select entries.earliest_modified_at, entries.size_bytes
+        from entries
+        left anti join marked_keys on entries.address_key = marked_keys.address_key
+        """,
+        frames,
     )
 
 
-def marked_reasons(job: str, marked: "DataFrame") -> "Column":
-    """Why each row of ``job``'s marked mart is marked: an ``array<string>`` column."""
-    from pyspark.sql import functions as F
+# The figures are SQL text, one statement a query: Spark parses and analyses it once. Built as
+# DataFrame calls they were about 1,150 calls into the JVM, each analysing its step: 1M entries,
+# an incremental lifecycle run, 1.2 s of the figures' 2.5 s went to building the query beside
+# the run's last steps on 2 cores; as one statement 0.84 s (figures 1.9-2.3 s against 2.0-2.5 s
+# in four alternated pairs). What remains is mostly Spark planning code run once per process.
 
+
+def _sql(spark: "SparkSession", text: str, frames: "dict[str, DataFrame]") -> "DataFrame":
+    """``spark.sql(text)`` with each ``{name}`` of ``text`` the DataFrame ``frames[name]``, as a
+    temporary view of a name no other thread uses, dropped once the statement is analysed (the
+    view's plan is then part of the statement's). No other braces in ``text``: literals go in
+    through :func:`_text`."""
+    import uuid
+
+    names = {name: f"lakewarden_figures_{name}_{uuid.uuid4().hex}" for name in frames}
+    try:
+        for name, frame in frames.items():
+            frame.createOrReplaceTempView(names[name])
+        return spark.sql(text.format(**names))
+    finally:
+        for name in names.values():
+            spark.catalog.dropTempView(name)
+
+
+def _text(value: str) -> str:
+    """``value`` as a Spark SQL string literal inside a text :func:`_sql` formats."""
+    from lakewarden.snapshot import sql_string
+
+    return sql_string(value).replace("{", "{{").replace("}", "}}")
+
+
+def _table(schema: str, name: str) -> str:
+    """The snapshot's table ``name`` of ``schema`` (as ``spark.table`` takes it) inside a text :func:`_sql` formats."""
+    return f"{schema}.{name}".replace("{", "{{").replace("}", "}}")
+
+
+def _reasons_sql(job: str) -> str:
+    """Why each row of ``job``'s marked mart is marked: an ``array<string>`` expression."""
     if job == "lifecycle":
-        rules = F.col("matched_rules")
-        named = F.transform(rules, lambda rule: F.format_string(LIFECYCLE_REASON.replace("{rule}", "%s"), rule))
-        return F.when(F.coalesce(F.size(rules), F.lit(0)) > 0, named).otherwise(F.array(F.lit(UNRECORDED_RULE)))
+        named = f"transform(matched_rules, rule -> format_string({_text(LIFECYCLE_REASON.replace('{rule}', '%s'))}, rule))"
+        return f"case when coalesce(size(matched_rules), 0) > 0 then {named} else array({_text(UNRECORDED_RULE)}) end"
     if job == "gc-uncommitted":
-        source = F.coalesce(F.col("candidate_source"), F.lit("listing"))
-        return F.array(F.format_string(UNCOMMITTED_REASON.replace("{source}", "%s"), source))
+        reason = _text(UNCOMMITTED_REASON.replace("{source}", "%s"))
+        return f"array(format_string({reason}, coalesce(candidate_source, 'listing')))"
     if job == "gc-committed":
-        return F.array(F.lit(COMMITTED_REASON))
+        return f"array({_text(COMMITTED_REASON)})"
     if job == "gc":  # lakewarden gc: each row carries its reason (lakewarden.jobs.gc_unified)
-        return F.array(F.col("reason"))
-    return F.array(F.lit(job))
+        return "array(reason)"
+    return f"array({_text(job)})"
 
 
-def logical_path(marked: "DataFrame") -> "Column":
+def _path_sql(marked: "DataFrame") -> str:
     """One logical path of each marked row ('' when the mart has none)."""
-    from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
     if "example_path" in marked.columns:
-        return F.coalesce(F.col("example_path"), F.lit(""))
+        return "coalesce(example_path, '')"
     if "paths" in marked.columns:
         if isinstance(marked.schema["paths"].dataType, ArrayType):
-            return F.coalesce(F.element_at(F.col("paths"), 1), F.lit(""))
-        return F.coalesce(F.substring_index(F.col("paths"), ";", 1), F.lit(""))
-    return F.lit("")
+            return "coalesce(element_at(paths, 1), '')"
+        return "coalesce(substring_index(paths, ';', 1), '')"
+    return "''"
 
 
-def top_prefix(path: "Column") -> "Column":
-    """``head/`` of a path (leading slashes dropped); :data:`ROOT_PREFIX` for a top-level name."""
-    from pyspark.sql import functions as F
+def _prefix_sql(path: str) -> str:
+    """``head/`` of the path ``path`` (leading slashes dropped); :data:`ROOT_PREFIX` for a
+    top-level name."""
+    bare = f"trim(leading '/' from {path})"  # leading slashes: a trim, cheaper than a pattern on every row
+    return f"case when instr({bare}, '/') > 0 then concat(substring_index({bare}, '/', 1), '/') else {_text(ROOT_PREFIX)} end"
 
-    bare = F.ltrim(path, F.lit("/"))  # leading slashes: a trim, cheaper than a pattern on every row
-    return F.when(F.instr(bare, "/") > 0, F.concat(F.substring_index(bare, "/", 1), F.lit("/"))).otherwise(F.lit(ROOT_PREFIX))
+
+def _age_bin_sql(moment: str, now: datetime) -> str:
+    """The index in :data:`AGE_BINS_DAYS` of the timestamp ``moment``'s age at ``now`` (null
+    when unknown)."""
+    days = f"(({now.timestamp()!r}D - unix_micros({moment}) / 1000000) / 86400)"
+    bins = " ".join(f"when {days} >= {AGE_BINS_DAYS[index]} then {index}" for index in range(len(AGE_BINS_DAYS) - 1, 0, -1))
+    return f"case when {moment} is null then cast(null as int) {bins} else 0 end"
 
 
-def age_bin(moment: "Column", now: datetime) -> "Column":
-    """The index in :data:`AGE_BINS_DAYS` of a timestamp's age at ``now`` (null when unknown)."""
-    from pyspark.sql import functions as F
+#: the parts of the figures' one query (compute_figures): the listings of the marked rows, and
+#: the snapshot's figures
+LISTING, SNAPSHOT = "listing", "snapshot"
+#: the columns of every row the figures' queries give, in order, with their types: each part
+#: fills its own and leaves the others null, so the parts are one union
+_COLUMNS = (
+    ("part", "string"), ("is_largest", "boolean"), ("kind", "string"), ("name", "string"), ("rank", "int"),
+    ("objects", "bigint"), ("bytes", "bigint"), ("groups", "bigint"), ("path", "string"), ("reasons", "array<string>"),
+    ("marked", "boolean"), ("bin", "int"), ("sets_bits", "bigint"), ("sets_numbers", "array<int>"),
+)
 
-    days = (F.lit(now.timestamp()) - F.unix_micros(moment) / 1_000_000) / 86400
-    expression = F.when(moment.isNull(), F.lit(None).cast("int"))
-    for index in range(len(AGE_BINS_DAYS) - 1, 0, -1):
-        expression = expression.when(days >= AGE_BINS_DAYS[index], F.lit(index))
-    return expression.otherwise(F.lit(0))
+
+def _row(**values: str) -> str:
+    """A select list of :data:`_COLUMNS`: ``values`` as given (SQL expressions), the others null."""
+    unknown = set(values) - {name for name, _ in _COLUMNS}
+    if unknown:
+        raise ValueError(f"not a figures column: {sorted(unknown)}")
+    return ", ".join(f"cast({values.get(name, 'null')} as {kind}) as {name}" for name, kind in _COLUMNS)
+
+
+@dataclass(frozen=True)
+class _Query:
+    """Named subqueries (``ctes``, in order) and one select over them, with the DataFrames its
+    text names (``frames``): a part of the figures, run alone or beside another (:meth:`plus`)."""
+
+    ctes: tuple[tuple[str, str], ...]
+    select: str
+    frames: "dict[str, DataFrame]"
+
+    def plus(self, other: "_Query") -> "_Query":
+        own = dict(self.ctes)
+        shared = [name for name, text in other.ctes if name in own and own[name] != text]
+        if shared:
+            raise ValueError(f"two parts define {shared} differently")
+        ctes = self.ctes + tuple((name, text) for name, text in other.ctes if name not in own)
+        return _Query(ctes, f"{self.select}\nunion all\n{other.select}", {**self.frames, **other.frames})
+
+    def frame(self, spark: "SparkSession") -> "DataFrame":
+        with_clause = ",\n".join(f"{name} as (\n{text}\n)" for name, text in self.ctes)
+        return _sql(spark, f"with {with_clause}\n{self.select}", self.frames)
+
+
+def _rows_cte(job: str, marked: "DataFrame") -> tuple[str, str]:
+    """``rows``: the marked rows in the form every figure reads them."""
+    holding = ", range_ids" if "range_ids" in marked.columns else ""  # the ranges holding each object, when the mart says
+    return "rows", f"""
+        select
+            address,
+            cast(coalesce(size_bytes, 0) as bigint) as size,
+            last_modified_at as modified,
+            {_path_sql(marked)} as path,
+            {_reasons_sql(job)} as reasons{holding}
+        from {{marked}}"""
 
 
 def compute_figures(
@@ -386,66 +478,30 @@ def compute_figures(
     snapshot's ranges with it for branches and kept ages), collected in one query, or in two
     when tracing branches loads the commit graph or reads entries itself (the first then says
     whether anything is marked, so a run marking nothing does neither)."""
-    from pyspark.sql import functions as F
-
-    rows = marked.select(
-        "address",
-        F.coalesce(F.col("size_bytes"), F.lit(0)).cast("long").alias("size"),
-        F.col("last_modified_at").alias("modified"),
-        logical_path(marked).alias("path"),
-        marked_reasons(job, marked).alias("reasons"),
-        # the ranges holding each marked object, when the mart says (committed GC's does)
-        *(["range_ids"] if "range_ids" in marked.columns else []),
-    )
-    # pass 1 over the marked rows: every (kind, name) group at once, trimmed to the largest.
-    # The rows are first counted per combination of prefix, age bin and reasons (a handful to a
-    # few thousand: an aggregate the map side collapses), and only those combinations are
-    # exploded into one row per group they count in: exploding every marked row first moved four
-    # rows a row into a string-keyed aggregate (645,100 marked rows: 4.8 task-seconds).
-    combinations = rows.groupBy(
-        top_prefix(F.col("path")).alias("prefix"), age_bin(F.col("modified"), now).alias("age"), F.col("reasons")
-    ).agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
-    keys = F.concat(
-        F.array(
-            F.struct(F.lit("total").alias("kind"), F.lit("").alias("name")),
-            F.struct(F.lit("prefix").alias("kind"), F.col("prefix").alias("name")),
-            F.struct(F.lit("age").alias("kind"), F.col("age").cast("string").alias("name")),
-        ),
-        F.transform(F.col("reasons"), lambda reason: F.struct(F.lit("reason").alias("kind"), reason.alias("name"))),
-    )
-    grouped = (
-        combinations.select(F.explode(keys).alias("key"), "objects", "bytes")
-        .where(F.col("key.name").isNotNull())
-        .groupBy(F.col("key.kind").alias("kind"), F.col("key.name").alias("name"))
-        .agg(F.sum("objects").alias("objects"), F.sum("bytes").alias("bytes"))
-    )
-    # pass 2: the largest marked objects, reading only the columns they show (not the holding
-    # ranges' arrays nor the ages: 645,100 marked rows, 1.1 s of task time with them); in the
-    # same query as pass 1's groups (one query less: each costs its planning and jobs)
-    largest_rows = rows.select("address", "size", "path", "reasons").orderBy(F.col("size").desc(), F.col("address")).limit(TOP_LARGEST)
+    rows = _rows_cte(job, marked)
+    listing = _listing_query(rows, now, {"marked": marked})
     # ... and the snapshot's figures (kept ages, marked objects' branches) in the same query,
     # when tracing branches asks no query of its own (the run's graph walk is given and the mart
     # has each object's ranges) or nothing is traced (on_commits or may_mark False): each query
     # costs its planning and jobs, and the figures are drawn beside the run's last steps, where
     # they were the longest thread (1M entries, an incremental lifecycle run: the two queries
     # 0.28 s and 0.62 s, with 0.23 s of building between them). Else the marked rows' totals
-    # come first: with nothing marked, no graph is loaded and no entry is read for branches.
-    listing = _trimmed(grouped, largest_rows)
+    # come first: with nothing marked, no graph is loaded and no entry is read for it.
     trace = on_commits and may_mark
     snapshot: _SnapshotPart | None = None
-    if not trace or (reachability is not None and "range_ids" in rows.columns):
-        snapshot = _snapshot_figures(spark, rows, snapshot_schema, now, kept, reachability, trace=trace)
-        collected = listing.unionByName(snapshot.frame, allowMissingColumns=True).collect()
+    if not trace or (reachability is not None and "range_ids" in marked.columns):
+        snapshot = _snapshot_figures(spark, rows, marked, snapshot_schema, now, kept, reachability, trace=trace)
+        collected = listing.plus(snapshot.query).frame(spark).collect()
         listed = [row for row in collected if row["part"] == LISTING]
         snapshot_rows = [row for row in collected if row["part"] == SNAPSHOT]
     else:
-        listed = listing.collect()
+        listed = listing.frame(spark).collect()
     marked_groups, largest = _listings(listed)
     total = marked_groups.get("total", {}).get("groups", [{"objects": 0, "bytes": 0}])
     marked_total = Group(int(total[0]["objects"]), int(total[0]["bytes"]))
     if snapshot is None:  # the second query: branches traced only when something is marked
-        snapshot = _snapshot_figures(spark, rows, snapshot_schema, now, kept, reachability, trace=marked_total.objects > 0)
-        snapshot_rows = snapshot.frame.collect()
+        snapshot = _snapshot_figures(spark, rows, marked, snapshot_schema, now, kept, reachability, trace=marked_total.objects > 0)
+        snapshot_rows = snapshot.query.frame(spark).collect()
     branches, kept_ages = snapshot.read(snapshot_rows, marked_total if on_commits else Group(0, 0))
     if not on_commits and marked_total.objects:
         # what tracing them would find, without reading an entry: no commit holds any of them
@@ -477,41 +533,72 @@ def _empty_listing() -> dict[str, Any]:
     return {"groups": [], "other_groups": 0, "other": {"objects": 0, "bytes": 0}}
 
 
-#: the parts of the figures' one query (compute_figures): the listings of the marked rows, and
-#: the snapshot's figures
-LISTING, SNAPSHOT = "listing", "snapshot"
+def _listing_query(rows: tuple[str, str], now: datetime, frames: "dict[str, DataFrame]") -> _Query:
+    """The rows :func:`_listings` reads: every (kind, name) group of the marked rows (pass 1),
+    the :data:`TOP_GROUPS` largest of each kind (bytes, then name) with the rest folded in Spark
+    into one ``other`` row, so at most a few hundred rows travel; and the :data:`TOP_LARGEST`
+    largest marked objects (pass 2), as the page's entries.
 
-
-def _trimmed(grouped: "DataFrame", largest: "DataFrame") -> "DataFrame":
-    """The rows :func:`_listings` reads: the :data:`TOP_GROUPS` largest groups (bytes, then
-    name) of each kind, the rest folded in Spark into one ``other`` row, so at most a few
-    hundred rows travel; and the rows of ``largest`` (``address``, ``size``, ``path``,
-    ``reasons``), as the page's entries."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    order = Window.partitionBy("kind").orderBy(F.col("bytes").desc(), F.col("objects").desc(), F.col("name"))
-    ranked = grouped.withColumn("rank", F.row_number().over(order))
-    top = F.col("rank") <= TOP_GROUPS
-    folded = ranked.groupBy("kind", F.when(top, F.col("name")).alias("name"), F.when(top, F.col("rank")).alias("rank")).agg(
-        F.sum("objects").alias("objects"), F.sum("bytes").alias("bytes"), F.count(F.lit(1)).alias("groups")
-    )
-    no_text, no_list = F.lit(None).cast("string"), F.lit(None).cast("array<string>")
-    return folded.select(
-        F.lit(LISTING).alias("part"), F.lit(False).alias("is_largest"), "kind", "name", "rank", "objects", "bytes", "groups",
-        no_text.alias("path"), no_list.alias("reasons"),
-    ).unionByName(
-        largest.select(
-            F.lit(LISTING).alias("part"), F.lit(True).alias("is_largest"), no_text.alias("kind"), F.col("address").alias("name"),
-            F.lit(None).cast("int").alias("rank"), F.lit(None).cast("long").alias("objects"), F.col("size").alias("bytes"),
-            F.lit(None).cast("long").alias("groups"), "path", "reasons",
-        )
+    Pass 1 first counts the rows per combination of prefix, age bin and reasons (a handful to a
+    few thousand: an aggregate the map side collapses), and only those combinations are exploded
+    into one row per group they count in: exploding every marked row first moved four rows a row
+    into a string-keyed aggregate (645,100 marked rows: 4.8 task-seconds). Pass 2 reads only the
+    columns it shows (not the holding ranges' arrays nor the ages: 645,100 marked rows, 1.1 s of
+    task time with them)."""
+    return _Query(
+        (
+            rows,
+            ("combinations", f"""
+        select {_prefix_sql("path")} as prefix, {_age_bin_sql("modified", now)} as age, reasons,
+            count(1) as objects, sum(size) as bytes
+        from rows
+        group by 1, 2, 3"""),
+            ("groups_of_combinations", """
+        select
+            explode(concat(
+                array(
+                    named_struct('kind', 'total', 'name', ''),
+                    named_struct('kind', 'prefix', 'name', prefix),
+                    named_struct('kind', 'age', 'name', cast(age as string))
+                ),
+                transform(reasons, reason -> named_struct('kind', 'reason', 'name', reason))
+            )) as key,
+            objects,
+            bytes
+        from combinations"""),
+            ("grouped", """
+        select key.kind as kind, key.name as name, sum(objects) as objects, sum(bytes) as bytes
+        from groups_of_combinations
+        where key.name is not null
+        group by key.kind, key.name"""),
+            ("ranked", """
+        select kind, name, objects, bytes, row_number() over (partition by kind order by bytes desc, objects desc, name) as rank
+        from grouped"""),
+            ("folded", f"""
+        select
+            kind,
+            case when rank <= {TOP_GROUPS} then name end as name,
+            case when rank <= {TOP_GROUPS} then rank end as rank,
+            sum(objects) as objects,
+            sum(bytes) as bytes,
+            count(1) as groups
+        from ranked
+        group by 1, 2, 3"""),
+            ("largest", f"""
+        select address, size, path, reasons
+        from rows
+        order by size desc, address
+        limit {TOP_LARGEST}"""),
+        ),
+        f"select {_row(part=_text(LISTING), is_largest='false', kind='kind', name='name', rank='rank', objects='objects', bytes='bytes', groups='groups')} from folded\n"
+        f"union all\nselect {_row(part=_text(LISTING), is_largest='true', name='address', bytes='size', path='path', reasons='reasons')} from largest",
+        frames,
     )
 
 
 def _listings(collected: Sequence[Any]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """``kind -> listing`` and the largest entries (``size_bytes``, largest first), from the
-    collected rows of :func:`_trimmed`."""
+    collected rows of :func:`_listing_query`."""
     out: dict[str, dict[str, Any]] = {}
     groups = [row for row in collected if not row["is_largest"]]
     for row in sorted(groups, key=lambda r: (r["kind"], r["rank"] is None, r["rank"] or 0)):
@@ -530,20 +617,20 @@ def _listings(collected: Sequence[Any]) -> tuple[dict[str, dict[str, Any]], list
 
 @dataclass(frozen=True)
 class _SnapshotPart:
-    """The snapshot's figures as one frame's rows (``part`` :data:`SNAPSHOT`: ``marked``,
+    """The snapshot's figures as one query's rows (``part`` :data:`SNAPSHOT`: ``marked``,
     ``sets_bits`` or ``sets_numbers``, ``bin``, ``objects``, ``bytes``; a few hundred), and how
     to read them once collected: ``read(rows, total)`` gives (marked by branch as a listing,
     kept objects and bytes per age bin), ``total`` being every marked object."""
 
-    frame: "DataFrame"
+    query: _Query
     read: Callable[[Sequence[Any], Group], tuple[dict[str, Any], dict[int, tuple[int, int]]]]
 
 
 def _snapshot_figures(
-    spark: "SparkSession", rows: "DataFrame", schema: str, now: datetime, kept_objects: "DataFrame | None" = None,
-    reachability: "Reachability | None" = None, *, trace: bool = True,
+    spark: "SparkSession", rows: tuple[str, str], marked: "DataFrame", schema: str, now: datetime,
+    kept_objects: "DataFrame | None" = None, reachability: "Reachability | None" = None, *, trace: bool = True,
 ) -> _SnapshotPart:
-    """The kept ages and the marked objects' branches, as one frame of two parts: the
+    """The kept ages and the marked objects' branches, as one query of two parts: the
     snapshot's entries joined with the marked addresses and grouped by address (one shuffle of
     every entry, fixed-width aggregates only) give the kept ages; the marked addresses' own
     entries, with the branch sets of the commits listing their ranges (only those ranges are
@@ -551,68 +638,69 @@ def _snapshot_figures(
     combination of branch sets, and the driver turns combinations into branches: exact, without
     an (address x branch) table. ``trace=False``: no branch is drawn (nothing is marked, or
     the marked objects are on no commit), so neither the commit graph nor the marked entries
-    are traced; the kept ages are the whole answer."""
+    are traced; the kept ages are the whole answer. ``rows``: the marked rows' subquery
+    (:func:`_rows_cte`) over ``marked``."""
     from pyspark.sql import functions as F
 
     # Addresses are grouped by a 64-bit hash of their text: the shuffle moves 8 bytes a row instead
     # of the address (measured 30-50% faster). Two addresses sharing a hash (odds ~1e-6 at 8M
     # distinct addresses) would count as one object in these figures; they are a view of the
     # run, never an input to what is marked or deleted.
-    def entries() -> "DataFrame":  # the snapshot's entries, read only where a figure needs them
-        return spark.table(f"{schema}.ranges").select(
-            "range_id", F.xxhash64("address").alias("address_key"), "last_modified", "size"
-        )
-
-    keyed = rows.select(
-        F.xxhash64("address").alias("address_key"), F.col("size").alias("marked_size"), F.lit(True).alias("is_marked")
-    )
+    entries = ("entries", f"""
+        select range_id, xxhash64(address) as address_key, last_modified, size
+        from {_table(schema, "ranges")}""")
+    keyed = ("keyed", """
+        select xxhash64(address) as address_key, size as marked_size, true as is_marked
+        from rows""")
+    frames: dict[str, DataFrame] = {"marked": marked}
     if kept_objects is not None:
         # the job's models kept them (one row per kept object): no pass over the entries here
-        kept_rows = kept_objects.select(F.col("earliest_modified_at").alias("modified"), F.col("size_bytes").alias("size"))
+        frames["kept"] = kept_objects
+        ctes = [rows, ("kept_rows", "select earliest_modified_at as modified, size_bytes as size from {kept}")]
     else:
-        # 1. every address of the snapshot once, with fixed-width aggregates only. Branch sets
-        # were once aggregated here too, as arrays beside every address, with every range's sets
+        # every address of the snapshot once, with fixed-width aggregates only. Branch sets were
+        # once aggregated here too, as arrays beside every address, with every range's sets
         # broadcast: on the 100,000-commit history (3,925 sets) the figures took 24.8 s, nearly
         # all of it that one query.
-        per_address = (
-            entries().join(keyed, "address_key", "left")
-            .groupBy("address_key")
-            .agg(
-                F.max("is_marked").alias("is_marked"),
-                F.min("last_modified").alias("modified"),
-                F.max("size").alias("size"),
-            )
-        )
-        kept_rows = per_address.where(F.col("is_marked").isNull()).select("modified", "size")
-    kept = (
-        kept_rows
-        .select(age_bin(F.col("modified"), now).alias("bin"), F.coalesce(F.col("size"), F.lit(0)).alias("size"))
-        .where(F.col("bin").isNotNull())
-        .groupBy("bin")
-        .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
-    )
-    kept_part = kept.select(F.lit(SNAPSHOT).alias("part"), F.lit(False).alias("marked"), "bin", "objects", "bytes")
+        ctes = [rows, entries, keyed, ("per_address", """
+        select
+            entries.address_key,
+            max(keyed.is_marked) as is_marked,
+            min(entries.last_modified) as modified,
+            max(entries.size) as size
+        from entries
+        left join keyed on entries.address_key = keyed.address_key
+        group by entries.address_key"""), ("kept_rows", """
+        select modified, size from per_address where is_marked is null""")]
+    ctes.append(("kept", f"""
+        select bin, count(1) as objects, sum(size) as bytes
+        from (select {_age_bin_sql("modified", now)} as bin, coalesce(size, 0) as size from kept_rows)
+        where bin is not null
+        group by bin"""))
+    kept_select = f"select {_row(part=_text(SNAPSHOT), marked='false', bin='bin', objects='objects', bytes='bytes')} from kept"
 
     def ages_of(collected: Sequence[Any]) -> dict[int, tuple[int, int]]:
         return {int(row["bin"]): (int(row["objects"]), int(row["bytes"] or 0)) for row in collected if not row["marked"]}
 
     if not trace:
-        return _SnapshotPart(kept_part, lambda collected, _total: (_trim({}), ages_of(collected)))
-    commits = spark.table(f"{schema}.commits")
+        return _SnapshotPart(_Query(tuple(ctes), kept_select, frames), lambda collected, _total: (_trim({}), ages_of(collected)))
     if reachability is not None:
         reach = reachability  # the run's models walked the graph already
     else:
         from lakewarden.runtime.dbt_python import load_graph
 
         graph = load_graph(
-            commits.select(
+            spark.table(f"{schema}.commits").select(
                 "commit_id",
                 F.coalesce(F.col("parents"), F.array().cast("array<string>")).alias("parent_commit_ids"),
                 F.col("creation_date").alias("created_at"),
                 "version",
             )
         )
-        heads = {r["branch_id"]: r["commit_id"] for r in spark.table(f"{schema}.branches").select("branch_id", "commit_id").collect()}
+        heads = {
+            r["branch_id"]: r["commit_id"]
+            for r in spark.table(f"{schema}.branches").select("branch_id", "commit_id").collect()
+        }
         reach = graph.reachability(heads)
     # Each distinct branch set is one bit of a long when there are at most 63 of them (the
     # common case: commits share a handful of sets): the per-address union is then bit_or,
@@ -626,7 +714,7 @@ def _snapshot_figures(
 
     # an Arrow table becomes a local relation in the JVM; a list of Python rows would be
     # pickled through Python worker processes (~1-2 s and ~1 GB to start them)
-    set_of_commit = spark.createDataFrame(
+    frames["set_of_commit"] = spark.createDataFrame(
         pa.table(
             {
                 "commit_id": pa.array(reach.commit_ids, pa.string()),
@@ -636,66 +724,73 @@ def _snapshot_figures(
             }
         )
     )
-    # 2. the marked addresses' entries only: the ranges holding them, and the branch sets of the
+    # The marked addresses' entries only: the ranges holding them, and the branch sets of the
     # commits listing those ranges (never every range's sets); read twice below (the holding
     # ranges, then the sets per address). The mart's own range_ids when it has them: exploding
     # them again costs less than keeping them (645,100 marked rows: 1.5 s of task time to hold
     # them in memory first). Else one scan of the snapshot's entries for the marked addresses',
     # held in memory between the two reads (a few bytes a marked entry).
-    from pyspark import StorageLevel
-
-    if "range_ids" in rows.columns:
-        marked_entries = rows.select(
-            F.xxhash64("address").alias("address_key"), F.explode("range_ids").alias("range_id"), F.col("size").alias("marked_size")
-        )
+    held: DataFrame | None = None
+    if "range_ids" in marked.columns:
+        ctes.append(("marked_entries", """
+        select xxhash64(address) as address_key, explode(range_ids) as range_id, size as marked_size
+        from rows"""))
     else:
-        holders = entries().select("address_key", "range_id").join(keyed.select("address_key", "marked_size"), "address_key")
-        marked_entries = holders.persist(StorageLevel.MEMORY_AND_DISK)
-        marked_entries.count()
-    holding = marked_entries.select("range_id").distinct()
+        from pyspark import StorageLevel
+
+        holders = _Query((rows, entries, keyed), """
+        select entries.address_key, entries.range_id, keyed.marked_size
+        from entries
+        inner join keyed on entries.address_key = keyed.address_key""", {"marked": marked})
+        held = holders.frame(spark).persist(StorageLevel.MEMORY_AND_DISK)
+        held.count()
+        frames["held_entries"] = held
+        ctes.append(("marked_entries", "select * from {held_entries}"))
     # The metarange rows (2M on the 100,000-commit history) are streamed once and never shuffled:
     # narrowed to the holding ranges, then given their commits' sets, both sides broadcast (one
     # is sized by ranges, the other by commits, as the walk is). The other way round (a shuffle
     # join to the holding ranges after the commits) took 2.2 s there; this way 1.3 s.
-    sets_of_metarange = (
-        commits.select("commit_id", "meta_range_id").where(F.col("meta_range_id") != "")
-        .join(F.broadcast(set_of_commit), "commit_id")
-        .select("meta_range_id", "set_number", "bit")
+    # The sets as bits of a long (sets_bits), or as arrays of set numbers (sets_numbers).
+    range_sets = "bit_or(sets_of_metarange.bit)" if use_bits else "collect_set(sets_of_metarange.set_number)"
+    address_sets = (
+        "bit_or(coalesce(range_sets.sets, 0))" if use_bits
+        else "array_sort(array_distinct(flatten(collect_list(coalesce(range_sets.sets, cast(array() as array<int>))))))"
     )
-    listed = (
-        spark.table(f"{schema}.metaranges").select("meta_range_id", "range_id")
-        .join(F.broadcast(holding), "range_id", "left_semi")
-        .join(F.broadcast(sets_of_metarange), "meta_range_id")
-        .groupBy("range_id")
-    )
-    # the sets as bits of a long (sets_bits), or as arrays of set numbers (sets_numbers)
-    sets_column = "sets_bits" if use_bits else "sets_numbers"
-    if use_bits:
-        range_sets = listed.agg(F.bit_or("bit").alias("sets"))
-        address_sets = F.bit_or(F.coalesce(F.col("sets"), F.lit(0)))
-    else:
-        range_sets = listed.agg(F.collect_set("set_number").alias("sets"))
-        address_sets = F.array_sort(F.array_distinct(F.flatten(F.collect_list(
-            F.coalesce(F.col("sets"), F.array().cast("array<int>"))))))
-    by_sets = (
+    ctes += [
+        ("holding", "select distinct range_id from marked_entries"),
+        ("sets_of_metarange", f"""
+        select /*+ BROADCAST(set_of_commit) */ commits.meta_range_id, set_of_commit.set_number, set_of_commit.bit
+        from {_table(schema, "commits")} as commits
+        inner join {{set_of_commit}} as set_of_commit on commits.commit_id = set_of_commit.commit_id
+        where commits.meta_range_id != ''"""),
+        ("range_sets", f"""
+        select /*+ BROADCAST(holding), BROADCAST(sets_of_metarange) */ metaranges.range_id, {range_sets} as sets
+        from {_table(schema, "metaranges")} as metaranges
+        left semi join holding on metaranges.range_id = holding.range_id
+        inner join sets_of_metarange on metaranges.meta_range_id = sets_of_metarange.meta_range_id
+        group by metaranges.range_id"""),
         # one row per holding range: broadcast, so the marked entries are not moved to meet it
-        marked_entries.join(F.broadcast(range_sets), "range_id", "left")
-        .groupBy("address_key")
-        .agg(F.max("marked_size").alias("size"), address_sets.alias("sets"))
-        .groupBy("sets")
-        .agg(F.count(F.lit(1)).alias("objects"), F.sum("size").alias("bytes"))
-    )
+        ("address_sets", f"""
+        select /*+ BROADCAST(range_sets) */ marked_entries.address_key, max(marked_entries.marked_size) as size, {address_sets} as sets
+        from marked_entries
+        left join range_sets on marked_entries.range_id = range_sets.range_id
+        group by marked_entries.address_key"""),
+        ("by_sets", """
+        select sets, count(1) as objects, sum(size) as bytes from address_sets group by sets"""),
+    ]
+    sets_column = "sets_bits" if use_bits else "sets_numbers"
     # kept ages and marked sets come back together (a few hundred rows)
-    frame = kept_part.unionByName(
-        by_sets.select(F.lit(SNAPSHOT).alias("part"), F.lit(True).alias("marked"), F.col("sets").alias(sets_column), "objects", "bytes"),
-        allowMissingColumns=True,
+    select = (
+        f"{kept_select}\nunion all\n"
+        f"select {_row(part=_text(SNAPSHOT), marked='true', objects='objects', bytes='bytes', **{sets_column: 'sets'})} from by_sets"
     )
 
     def read(collected: Sequence[Any], total: Group) -> tuple[dict[str, Any], dict[int, tuple[int, int]]]:
-        marked_entries.unpersist()  # nothing to release when they were not held
+        if held is not None:
+            held.unpersist()
         return _branches(collected, total, reach, set_ids, bit_of if use_bits else None), ages_of(collected)
 
-    return _SnapshotPart(frame, read)
+    return _SnapshotPart(_Query(tuple(ctes), select, frames), read)
 
 
 def _branches(
