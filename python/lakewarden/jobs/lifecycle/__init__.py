@@ -126,6 +126,9 @@ class LifecycleResult:
     figures: dict[str, Any]
     num_marked: int
     bytes_marked: int
+    #: the lifecycle_rule_stats mart's rows (rules x branch contexts: small by construction),
+    #: read within the mark (write_stats appends them once the sweep's status is known)
+    rule_stats: tuple[dict[str, Any], ...] = ()
 
 
 class Lifecycle(Job[LifecycleOptions, LifecyclePolicy, LifecycleResult]):
@@ -365,11 +368,14 @@ def _mark_rest(
                 .partitionBy("date")
                 .parquet(str(base / "addresses"))
             )
+            # the stats' rows now, beside the figures (an incremental run's longest thread here),
+            # not after the sweep, where they were a query of their own on every run's way out
+            rule_stats = tuple(row.asDict() for row in context.table("lifecycle_rule_stats").orderBy("rule_id", "branch_id").collect())
             figures["range_windows_computed"] = windows_kept.result()
     ledger.record("marked", num_marked=num_marked)
     report.update(num_marked=num_marked, bytes_marked=bytes_marked, stats=str(stats_path(context, base)), **figures)
     report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
-    return LifecycleResult(report, base, figures, num_marked, bytes_marked)
+    return LifecycleResult(report, base, figures, num_marked, bytes_marked, rule_stats)
 
 
 def ranges_read(context: JobContext) -> tuple[int, int | None, list[str] | None]:
@@ -493,8 +499,9 @@ def _figures(context: JobContext) -> dict[str, Any]:
 def write_stats(context: JobContext, result: LifecycleResult, *, run_status: str) -> Path:
     """Append this run's per-rule, per-branch counts to ``<base>/stats/<date>.csv`` (one file a
     day, one block of rows a run). The table is rules x branch contexts: small by construction.
-    The report's summary is not touched here: after a sweep, the sweep owns it."""
-    rows = context.table("lifecycle_rule_stats").orderBy("rule_id", "branch_id").collect()
+    The report's summary is not touched here: after a sweep, the sweep owns it. The rows are
+    those the mark read (LifecycleResult.rule_stats): no query here."""
+    rows = result.rule_stats
     path = stats_path(context, result.output_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     new_file = not path.exists()
