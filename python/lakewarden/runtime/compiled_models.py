@@ -269,7 +269,7 @@ def chain_heights(nodes: Sequence[CompiledNode]) -> dict[str, int]:
     dependents: dict[str, list[str]] = {node.unique_id: [] for node in nodes}
     for node in nodes:
         for dependency in node.depends_on:
-            if dependency in ids and dependency != node.unique_id:
+            if dependency in ids:  # a cycle cannot reach here: _in_dependency_order refuses it
                 dependents[dependency].append(node.unique_id)
     heights: dict[str, int] = {}
     # in dependency order the dependents of each node come after it: heights from the end back
@@ -342,7 +342,7 @@ class ModelRunner:
         self._keep_as_tables: set[str] = set()
         #: models (by name) whose rows are counted when held (:meth:`holding`'s ``counting``)
         self._counting: set[str] = set()
-        #: relation -> its rows, for the held relations counted (:meth:`held_rows`)
+        #: model name -> its rows, for the held models counted (:meth:`held_rows`)
         self._held_rows: dict[str, int] = {}
         #: nodes executed at once, each once the nodes it depends on are done (1: one at a time)
         self.concurrency = max(1, concurrency)
@@ -546,7 +546,7 @@ class ModelRunner:
         """How many rows the held model ``name`` has, when it was counted as it was held
         (:meth:`holding`'s ``counting``); else None."""
         with self._lock:
-            return next((rows for relation, rows in self._held_rows.items() if relation.rsplit(".", 1)[-1] == name), None)
+            return self._held_rows.get(name)
 
     def relation(self, qualified: str) -> str:
         """Where a model's rows are in this session: its table (``schema.name``), or the
@@ -600,7 +600,7 @@ class ModelRunner:
         with self._lock:
             self._held[node.relation] = view
             if rows is not None:
-                self._held_rows[node.relation] = rows
+                self._held_rows[node.name] = rows
 
     def _unhold_read_by(self, view: CompiledNode) -> None:
         """A view in the catalog cannot read a temporary view: a held relation it reads (one an
