@@ -240,7 +240,7 @@ def mark_unified(
             fingerprint = ";".join(sorted(f"{r['reason']}:{r['n']}:{r['bytes']}:{r['xor']}:{r['sum']}" for r in by_reason))
             num_committed, bytes_committed = totals.get(REASON_COMMITTED, (0, 0))
             num_uncommitted, bytes_uncommitted = totals.get(REASON_UNCOMMITTED, (0, 0))
-            report.write_addresses(marked.select(*COLUMNS))
+            report.write_addresses(marked.select(*COLUMNS), rows=sum(n for n, _ in totals.values()))
             # kept with the committed mark, keyed by the whole marked set and the clock: a run
             # again on the same state draws nothing
             kept_figures(context, report, marked, committed.location, job=JOB, marked_fingerprint=fingerprint)

@@ -190,11 +190,12 @@ def mark_committed(
             ).first()
             totals = marked.agg(F.count("*").alias("n"), F.sum("size_bytes").alias("bytes")).first()
             assert counts is not None and totals is not None  # aggregates without grouping: one row each
-            report.write_addresses(marked.select(*MARKED_COLUMNS))
+            report.write_addresses(marked.select(*MARKED_COLUMNS), rows=int(totals["n"]))
             write_single_csv(
                 commits.select("commit_id", "created_at", "is_active", "reason"),
                 report.directory / "commits.csv",
                 sort_by=["created_at", "commit_id"],
+                rows=int(counts["commits"]),
             )
             write_lakefs_outputs(context, commits, marked)
         result = CommittedGcResult(

@@ -360,7 +360,8 @@ def _mark_rest(
                     F.array_join("paths", ";").alias("paths"),
                     F.array_join("matched_rules", ";").alias("matched_rules"),
                     "path_count",
-                )
+                ),
+                rows=num_marked,
             )
             (
                 marked.select("run_id", "address", "physical_address", "paths", "matched_rules", F.lit(run_date).alias("date"))
