@@ -352,3 +352,21 @@ def test_figures_in_one_query_equal_the_two_query_answer(spark, snapshot: str, t
         document.pop("seconds")
     assert documents[0] == documents[1]
     assert documents[0]["marked"] == {"objects": 4, "bytes": 1150}
+
+
+def test_a_counted_csv_of_few_rows_is_the_file_a_range_sort_writes(spark, tmp_path: Path) -> None:
+    """write_single_csv(rows=...) sorts and writes a few counted rows in one task instead of a
+    range sort (which samples the rows in a job of its own first): the same bytes, from a frame
+    spread over several partitions, with ties on the first key, nulls and quoting."""
+    from lakewarden.reports.directory import ONE_TASK_CSV_ROWS, write_single_csv
+
+    rows = [(f"a{i % 7}", None if i % 5 == 0 else i, 'x,"y"' if i % 3 == 0 else "z") for i in range(200)]
+    frame = spark.createDataFrame(rows, "address string, n long, note string").repartition(6)
+    ranged, one_task = tmp_path / "ranged.csv", tmp_path / "one_task.csv"
+    write_single_csv(frame, ranged, sort_by=["address", "n", "note"])
+    write_single_csv(frame, one_task, sort_by=["address", "n", "note"], rows=len(rows))
+    assert len(rows) <= ONE_TASK_CSV_ROWS
+    assert one_task.read_bytes() == ranged.read_bytes()
+    lines = ranged.read_text().splitlines()
+    assert lines[0] == "address,n,note" and len(lines) == 1 + len(rows)
+    assert lines[1].startswith("a0,,")  # nulls first within a0, as Spark's ascending sort puts them
