@@ -5,54 +5,40 @@ and a job run after it marks what it marks without one."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-from lakewarden.engine.warm_up import warm_up
-
-PYTHON_DIR = Path(__file__).resolve().parents[1]
-
-
-#: run in a Python process of its own (its own JVM, as an engine's): this module stays off the
-#: embedded session's pytest process, the longer of the suite's two (scripts/test.sh)
-SCRIPT = """
-import json, sys
 from datetime import timedelta
 from pathlib import Path
+
+import pytest
+
 from lakewarden.api import LifecycleOptions, RunOptions, lifecycle
 from lakewarden.engine import warm_up as module
+from lakewarden.engine.warm_up import warm_up
 from lakewarden.sample import SampleConfig, generate
 
-root = Path(sys.argv[1])
-sample = generate(root / "sample", SampleConfig(seed=5, entries=600))
-policy = root / "policy.json"
-policy.write_text(json.dumps(module.POLICY))
-
-def marked(state):
-    run = RunOptions(snapshot=sample.snapshot_dir, now=sample.end + timedelta(days=1), dry_run=True, state=state, report=state / "report")
-    return lifecycle(run, LifecycleOptions(policy=policy)).num_marked
-
-before = marked(root / "before")
-lines = []
-# one incremental/no-op pair, on a small sample: the same runs as the engine's, quicker
-done = module.warm_up(root / "scratch", rounds=1, entries=600, say=lines.append)
-after = marked(root / "after")
-print(json.dumps({"status": done.as_status(), "lines": lines, "before": before, "after": after,
-                  "left": [path.name for path in (root / "scratch").iterdir()]}))
-"""
+# second_process: on the session of scripts/test.sh's second pytest process (conftest.py), as
+# an engine's warm-up runs on the engine's one session. It ran in a Python process of its own
+# (a JVM of its own, cold: 92 s of that process's 17.5 min in CI), to stay off the embedded
+# session's process, the longer of the two.
+pytestmark = pytest.mark.second_process
 
 
-def test_warm_up_runs_every_kind_of_run_and_changes_no_later_run(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(PYTHON_DIR), os.environ.get("PYTHONPATH", "")) if p)}
-    env.pop("LAKEWARDEN_ENGINE", None)
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+def test_warm_up_runs_every_kind_of_run_and_changes_no_later_run(spark, tmp_path: Path) -> None:
+    sample = generate(tmp_path / "sample", SampleConfig(seed=5, entries=600))
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps(module.POLICY))
+
+    def marked(state: Path) -> int:
+        run = RunOptions(snapshot=sample.snapshot_dir, now=sample.end + timedelta(days=1), dry_run=True, state=state, report=state / "report")
+        return lifecycle(run, LifecycleOptions(policy=policy)).num_marked
+
+    before = marked(tmp_path / "before")
+    lines: list[str] = []
+    # one incremental/no-op pair, on a small sample: the same runs as the engine's, quicker
+    done = module.warm_up(tmp_path / "scratch", rounds=1, entries=600, say=lines.append)
+    after = marked(tmp_path / "after")
     # gc committed; lifecycle full, incremental, no-op; gc uncommitted clean, optimized, no-op
-    assert (result["status"]["runs"], result["status"]["failed"]) == (7, 0), done.stderr[-3000:]
-    assert [line.split(" in ")[0] for line in result["lines"]] == [
+    assert (done.runs, done.failed) == (7, 0), lines
+    assert [line.split(" in ")[0] for line in lines] == [
         "engine warm-up: gc committed (dry run)",
         "engine warm-up: lifecycle, a full run",
         "engine warm-up: lifecycle, incremental run 1",
@@ -61,9 +47,9 @@ def test_warm_up_runs_every_kind_of_run_and_changes_no_later_run(tmp_path: Path)
         "engine warm-up: gc uncommitted, optimized run",
         "engine warm-up: gc uncommitted, no-op run",
     ]
-    assert result["status"]["seconds"] > 0
-    assert result["left"] == []  # the sample, states and reports went with their directory
-    assert result["after"] == result["before"] > 0  # a run in the session the warm-up used marks as before
+    assert done.as_status()["seconds"] > 0
+    assert list((tmp_path / "scratch").iterdir()) == []  # the sample, states and reports went with their directory
+    assert after == before > 0  # a run in the session the warm-up used marks as before
 
 
 def test_warm_up_failures_are_counted_not_raised(tmp_path: Path, monkeypatch) -> None:

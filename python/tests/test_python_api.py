@@ -24,7 +24,10 @@ from lakewarden.sample import SampleConfig, SampleRepository, generate
 from lifecycle_oracle import lifecycle_marked
 from oracles import Snapshot, committed_gc_marked, gc_uncommitted_marked, local_file, local_storage
 
-pytestmark = pytest.mark.spark
+# second_process: scripts/test.sh's first pytest process (the embedded session's) was the longer
+# of the two by about 50 s, this module's time, once the engine warm-up's test moved to the
+# second one's session (test_engine_warm_up.py)
+pytestmark = [pytest.mark.spark, pytest.mark.second_process]
 
 RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 14}]}
 POLICY = {
