@@ -71,6 +71,7 @@ from common import (  # noqa: E402
     engine,
     describe_share,
     incremental_share,
+    keep_class_archive,
     lakewarden_command,
     median,
     plain_pyspark_run,
@@ -258,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"entries (range rows)     {rows:>14,d}   (sample ready in {prepared:.1f} s, not counted)", flush=True)
 
     first_now = sample.end + timedelta(hours=1)
+    keep_class_archive()  # no measured process writes the JVM class archive (common.keep_class_archive)
     if args.engine:
         with engine(run_dir, warm_up=not args.no_warm_up) as socket_path:
             return _measured_runs(args, sample, run_dir, snapshot, policy, state, first_now, engine_socket=socket_path)

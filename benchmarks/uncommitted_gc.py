@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, add_engine_options, check_engine_options, child_env, describe_noop, describe_share, engine, incremental_share, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, add_engine_options, check_engine_options, child_env, describe_noop, describe_share, engine, incremental_share, keep_class_archive, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -434,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         parser.error("needs duckdb: pip install --constraint constraints.txt -e '.[bench]'")
 
+    keep_class_archive()  # no measured process writes the JVM class archive (common.keep_class_archive)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakewarden-bench-uc-"))
     try:
         if args.engine:
