@@ -299,7 +299,7 @@ def keep_class_archive() -> None:
     """``lakewarden warm-up`` before any measured run, not counted: the JVM class archive is kept
     (scripts/setup.sh does the same), so no measured run writes it. Without this, the first
     process of a machine (or of a checkout whose archive another install's evicted: the cache
-    keeps the three newest) spends about 20 s writing the archive as it exits, inside its time:
+    keeps the three newest) spends about 24 s writing the archive as it exits, inside its time:
     measured, a lifecycle full run at 1M took 72.8 s writing it and 48.8 s with it kept, which
     put the incremental share (medians of five) at 5.3 % against 11.6 %. Prints what warm-up said."""
     started = time.perf_counter()
