@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from lakewarden.api import LifecycleOptions, RunOptions, lifecycle
-from lakewarden.engine import warm_up as module
-from lakewarden.engine.warm_up import warm_up
+from lakewarden.engine.warm_up import POLICY, warm_up
 from lakewarden.sample import SampleConfig, generate
 
 # second_process: on the session of scripts/test.sh's second pytest process (conftest.py), as
@@ -25,7 +24,7 @@ pytestmark = pytest.mark.second_process
 def test_warm_up_runs_every_kind_of_run_and_changes_no_later_run(spark, tmp_path: Path) -> None:
     sample = generate(tmp_path / "sample", SampleConfig(seed=5, entries=600))
     policy = tmp_path / "policy.json"
-    policy.write_text(json.dumps(module.POLICY))
+    policy.write_text(json.dumps(POLICY))
 
     def marked(state: Path) -> int:
         run = RunOptions(snapshot=sample.snapshot_dir, now=sample.end + timedelta(days=1), dry_run=True, state=state, report=state / "report")
@@ -34,7 +33,7 @@ def test_warm_up_runs_every_kind_of_run_and_changes_no_later_run(spark, tmp_path
     before = marked(tmp_path / "before")
     lines: list[str] = []
     # one incremental/no-op pair, on a small sample: the same runs as the engine's, quicker
-    done = module.warm_up(tmp_path / "scratch", rounds=1, entries=600, say=lines.append)
+    done = warm_up(tmp_path / "scratch", rounds=1, entries=600, say=lines.append)
     after = marked(tmp_path / "after")
     # gc committed; lifecycle full, incremental, no-op; gc uncommitted clean, optimized, no-op
     assert (done.runs, done.failed) == (7, 0), lines
