@@ -1,13 +1,13 @@
 """The JVM class-data archive (lakewarden.runtime.jvm_classes): when a JVM writes one, when one is used,
-that a truncated or foreign archive never is, and, end to end, that a process writes it at exit
-and the next process's JVM starts with it and works; ``lakewarden warm-up`` keeps one at install."""
+that a truncated or foreign archive never is, and that ``lakewarden warm-up`` keeps the bytecode
+commands import. End to end (test_wheel.py's demo test): the installed wheel's ``lakewarden
+warm-up`` keeps an archive at install, and the next process's JVM starts with it."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -110,59 +110,6 @@ def test_prune_keeps_the_newest_and_drops_abandoned_partials(tmp_path: Path) -> 
     writing.write_bytes(b"x")
     prune(tmp_path, keep=3)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k2-1.jsa", "k3-1.jsa", "k4-1.jsa", "k9.2-bb.partial"]
-
-
-SCRIPT = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from lakewarden.runtime.spark_session import get_or_create
-
-    spark = get_or_create(Path(sys.argv[1]))
-    assert spark.range(1000).selectExpr("id % 7 as k").groupBy("k").count().count() == 7
-    arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    print("ARGS", " ".join(a for a in arguments if "Archive" in a))
-    """
-)
-
-
-def test_warm_up_keeps_the_archive_and_the_next_process_starts_with_it(tmp_path: Path) -> None:
-    """``lakewarden warm-up`` (scripts/setup.sh's last step) runs each job's dry run on a small
-    sample; its JVM keeps the archive as any first process does (stopped, archive written,
-    renamed whole); the next process's JVM starts with it; a second warm-up runs nothing."""
-    env = {
-        **os.environ,
-        "LAKEWARDEN_CACHE_DIR": str(tmp_path / "cache"),
-        "LAKEWARDEN_PROGRESS": "plain",
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-    }
-    env.pop("LAKEWARDEN_JVM_CACHE", None)
-    env.pop("LAKEWARDEN_SPARK_CONF", None)
-    jvm = tmp_path / "cache" / "jvm"
-    warm_up = [sys.executable, "-m", "lakewarden", "warm-up"]
-
-    first = subprocess.run(warm_up, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert first.returncode == 0, first.stderr[-2000:]
-    assert "JVM class archive kept" in first.stderr and "JVM class archive kept in" in first.stdout
-    archives = list(jvm.glob("*.jsa"))
-    assert len(archives) == 1 and not list(jvm.glob("*.partial"))
-    size = int(archives[0].stem.rsplit("-", 1)[1])
-    assert archives[0].stat().st_size == size > 1_000_000
-    assert str(archives[0]) in first.stdout
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]  # its sample and reports are gone
-
-    second = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=600)
-    assert second.returncode == 0, second.stderr[-2000:]
-    assert f"ARGS -XX:SharedArchiveFile={archives[0]}" in second.stdout
-    assert "[cds]" not in second.stdout + second.stderr
-    assert "keeping the JVM" not in second.stderr  # nothing written again
-    assert list(jvm.glob("*.jsa")) == archives
-
-    again = subprocess.run(warm_up, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 0 and f"kept already: {archives[0]}" in again.stdout
-    assert "dry run" not in again.stderr  # no JVM, no job
-    off = subprocess.run(warm_up, env={**env, "LAKEWARDEN_JVM_CACHE": "off"}, capture_output=True, text=True, timeout=120)
-    assert off.returncode == 0 and "nothing to do" in off.stdout
 
 
 def test_warm_up_keeps_the_bytecode_commands_import_even_where_writing_it_is_off(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""The built wheel carries the dbt project: installed into a fresh venv, ``lakewarden demo`` runs
-from a directory outside the checkout (every job marks, sweeps and deletes what it reports;
-stdout a tour, no dbt log line, every report.html printed). And the analysts' path still works
+"""The built wheel carries the dbt project: installed into a fresh venv, ``lakewarden warm-up``
+keeps the JVM class archive, then ``lakewarden demo`` runs from a directory outside the checkout
+(every job marks, sweeps and deletes what it reports; stdout a tour, no dbt log line, every
+report.html printed). And the analysts' path still works
 from the checkout: ``dbt build`` and ``dbt run --select lifecycle+`` with the shipped profiles.
 
 Slow (a build, a venv install from pip's cache, a demo): marked ``wheel``, kept in the suite."""
@@ -90,9 +91,11 @@ JOBS = tuple(JOB_TITLES)
 @pytest.mark.wheel
 def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, wheel_base: Path, tmp_path: Path) -> None:
     """`lakewarden demo` (the README's first command) end to end, as a user runs it: from the
-    installed wheel, in a directory outside the checkout. Every job marks, sweeps and deletes
-    what it reports (the objects are gone); stdout is a tour (a table per job, then each
-    report.html) with no dbt log line; the jobs' ledgers live with the sample."""
+    installed wheel, in a directory outside the checkout, after the install's ``lakewarden
+    warm-up`` kept the JVM class archive the demo's JVM then starts with (the suite's one run of
+    the warm-up, and of a process starting with an archive the warm-up kept). Every job marks,
+    sweeps and deletes what it reports (the objects are gone); stdout is a tour (a table per
+    job, then each report.html) with no dbt log line; the jobs' ledgers live with the sample."""
     bin_dir = installed_wheel(wheel_base)
     where = tmp_path / "somewhere" / "else"
     where.mkdir(parents=True)
@@ -101,15 +104,43 @@ def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, wh
         cwd=where, env=clean_env(), capture_output=True, text=True, check=True,
     ).stdout.strip()
     assert located.startswith(str(bin_dir.parent)) and located.endswith("lakewarden/dbt_project")
+    # the install's last step first (scripts/setup.sh's, or `lakewarden warm-up` after a pip
+    # install): each job's dry run on a small sample, then its JVM keeps the class archive
+    # (stopped, archive written, renamed whole) in the user's cache, keyed by this venv's jars
+    # and the heap; its sample and reports are gone
+    cache = tmp_path / "cache"
+    jvm = cache / "jvm"
+    env = clean_env(LAKEWARDEN_DRIVER_MEMORY="1g", LAKEWARDEN_PROGRESS="plain", LAKEWARDEN_CACHE_DIR=str(cache))
+    for inherited in ("LAKEWARDEN_JVM_CACHE", "LAKEWARDEN_SPARK_CONF"):
+        env.pop(inherited, None)
+    warm_up = [str(bin_dir / "lakewarden"), "warm-up"]
+    first = subprocess.run(warm_up, cwd=where, env=env, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "JVM class archive kept" in first.stderr and "JVM class archive kept in" in first.stdout
+    archives = list(jvm.glob("*.jsa"))
+    assert len(archives) == 1 and not list(jvm.glob("*.partial"))
+    size = int(archives[0].stem.rsplit("-", 1)[1])
+    assert archives[0].stat().st_size == size > 1_000_000
+    assert str(archives[0]) in first.stdout
+    assert not any(where.iterdir())
+    # ... and the demo's JVM starts with it: it writes none at exit (a process without a kept
+    # archive writes one, as the warm-up did) and prints nothing of the JVM's archive handling
     started = time.monotonic()
     demo = subprocess.run(
         [str(bin_dir / "lakewarden"), "demo", "--entries", "800", "--seed", "3"],
-        cwd=where, env=clean_env(LAKEWARDEN_DRIVER_MEMORY="1g", LAKEWARDEN_PROGRESS="plain"),
-        capture_output=True, text=True, timeout=1800,
+        cwd=where, env=env, capture_output=True, text=True, timeout=1800,
     )
     seconds = time.monotonic() - started
     assert demo.returncode == 0, demo.stderr[-3000:]
     print(f"lakewarden demo from the wheel: {seconds:.0f}s")
+    assert "keeping the JVM" not in demo.stderr and "[cds]" not in demo.stdout + demo.stderr
+    assert list(jvm.glob("*.jsa")) == archives and not list(jvm.glob("*.partial"))
+    # a second warm-up finds it and runs no job; with the cache off there is nothing to do
+    again = subprocess.run(warm_up, cwd=where, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and f"kept already: {archives[0]}" in again.stdout
+    assert "dry run" not in again.stderr  # no JVM, no job
+    off = subprocess.run(warm_up, cwd=where, env={**env, "LAKEWARDEN_JVM_CACHE": "off"}, capture_output=True, text=True, timeout=120)
+    assert off.returncode == 0 and "nothing to do" in off.stdout
     out = demo.stdout
     for title in JOB_TITLES.values():
         assert title in out
