@@ -1,10 +1,11 @@
 """The built wheel carries the dbt project: installed into a fresh venv, ``lakewarden warm-up``
 keeps the JVM class archive, then ``lakewarden demo`` runs from a directory outside the checkout
 (every job marks, sweeps and deletes what it reports; stdout a tour, no dbt log line, every
-report.html printed). And the analysts' path still works
-from the checkout: ``dbt build`` and ``dbt run --select lifecycle+`` with the shipped profiles.
+report.html printed). And the analysts' path still works from the checkout: ``dbt build`` and
+``dbt run --select lifecycle+`` with the shipped profiles.
 
-Slow (a build, a venv install from pip's cache, a demo): marked ``wheel``, kept in the suite."""
+Slow (a build, a venv install from pip's cache, a warm-up, a demo): marked ``wheel``, kept in the
+suite."""
 
 from __future__ import annotations
 
