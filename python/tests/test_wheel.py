@@ -84,6 +84,19 @@ rows = [row.asDict() for row in spark.table("lakewarden.stg_lakewarden__range_wi
 print("UPGRADED " + json.dumps({"success": outcome.success, "rows": rows}, default=str), flush=True)
 """
 
+# A process starting the embedded session as every command does, saying which archive options its
+# JVM was started with (what the JVM itself reports, not what lakewarden meant to pass)
+ARCHIVE_ARGS = """
+import sys
+from pathlib import Path
+from lakewarden.runtime.spark_session import get_or_create
+
+spark = get_or_create(Path(sys.argv[1]))
+assert spark.range(1000).selectExpr("id % 7 as k").groupBy("k").count().count() == 7
+arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+print("ARGS", " ".join(a for a in arguments if "Archive" in a))
+"""
+
 # the demo's jobs, in the order it runs them, and the heading of each in its tour
 JOB_TITLES = {"gc-committed": "committed retention GC", "gc-uncommitted": "uncommitted GC", "lifecycle": "lifecycle policy"}
 JOBS = tuple(JOB_TITLES)
@@ -136,6 +149,16 @@ def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, wh
     print(f"lakewarden demo from the wheel: {seconds:.0f}s")
     assert "keeping the JVM" not in demo.stderr and "[cds]" not in demo.stdout + demo.stderr
     assert list(jvm.glob("*.jsa")) == archives and not list(jvm.glob("*.partial"))
+    # the JVM of the next process is started with that archive, as its own arguments say
+    started_with = subprocess.run(
+        [str(bin_dir / "python"), "-c", ARCHIVE_ARGS, str(tmp_path / "state")], cwd=where, env=env,
+        capture_output=True, text=True, timeout=600,
+    )
+    assert started_with.returncode == 0, started_with.stderr[-2000:]
+    assert f"ARGS -XX:SharedArchiveFile={archives[0]}" in started_with.stdout
+    assert "[cds]" not in started_with.stdout + started_with.stderr
+    assert "keeping the JVM" not in started_with.stderr  # nothing written again
+    assert list(jvm.glob("*.jsa")) == archives
     # a second warm-up finds it and runs no job; with the cache off there is nothing to do
     again = subprocess.run(warm_up, cwd=where, env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and f"kept already: {archives[0]}" in again.stdout
