@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, bench_sample, child_env, fail, keep_class_archive, lakewarden_command, median, run_measured, sample_dir  # noqa: E402
+from common import ProcessRun, bench_sample, child_env, describe_phases, fail, keep_class_archive, lakewarden_command, median, phases_of, run_measured, sample_dir  # noqa: E402
 from busy_history import HistoryShape, busy_history, history_dir  # noqa: E402
 
 import pyarrow.parquet as pq  # noqa: E402
@@ -93,6 +93,7 @@ def run_lakewarden(snapshot: Path, rules: Path, now: str, scratch: Path, *, fres
     work = ", ".join(f"{summary[k]} {k.replace('_', ' ')}" for k in ("dbt_queries", "spark_jobs") if k in summary)
     if work:
         print(f"    ({work})", flush=True)
+    print("  " + describe_phases(phases_of(run.seconds, summary)), flush=True)  # where its time went
     return run, int(summary["num_marked"])
 
 

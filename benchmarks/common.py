@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterator, NoReturn, Sequence
+from typing import Any, Callable, Iterator, Mapping, NoReturn, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_DIR = ROOT / "python"
@@ -334,6 +334,38 @@ PLAIN_PYSPARK = (
 def plain_pyspark_run() -> ProcessRun:
     """One plain PySpark process (see PLAIN_PYSPARK), measured like the job runs."""
     return run_measured([sys.executable, "-c", PLAIN_PYSPARK], env=child_env())
+
+
+def phases_of(seconds: float, summary: Mapping[str, Any], *, rest: str = "process and load") -> dict[str, float]:
+    """A run's wall time by phase: the job's own phases from its summary (``phase_seconds``,
+    in the order the job ran them) after ``rest``, the process's time outside them
+    (interpreter, JVM and dbt start, the snapshot's check and load, what follows the mark)."""
+    recorded = summary.get("phase_seconds") or []  # [[name, seconds], ...] in the order they ran
+    pairs = recorded.items() if isinstance(recorded, Mapping) else recorded  # an earlier version's object
+    phases = {str(name): float(value) for name, value in pairs}
+    return {rest: seconds - sum(phases.values()), **phases}
+
+
+def describe_phases(phases: Mapping[str, float], *, signed: bool = False) -> str:
+    """``  = process and load 5.5 s, report and outputs 3.9 s`` (``signed``: ``+1.2 s``, for
+    differences)."""
+    number = "{:+.1f}" if signed else "{:.1f}"
+    return "  = " + ", ".join(f"{name.replace('_', ' ')} {number.format(value)} s" for name, value in phases.items())
+
+
+def phase_difference(minuend: Mapping[str, float], subtrahend: Mapping[str, float]) -> dict[str, float]:
+    """``minuend - subtrahend`` phase by phase (a phase one run did not have counts 0 there):
+    which steps an incremental run pays for beyond a no-op's."""
+    names = [*minuend, *(name for name in subtrahend if name not in minuend)]
+    return {name: minuend.get(name, 0.0) - subtrahend.get(name, 0.0) for name in names}
+
+
+def median_phases(runs: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Each phase's median over ``runs`` (a run without the phase counts 0)."""
+    names: list[str] = []
+    for phases in runs:
+        names.extend(name for name in phases if name not in names)
+    return {name: median([phases.get(name, 0.0) for phases in runs]) for name in names}
 
 
 def incremental_share(incremental: float, full: float, noop: float) -> float:

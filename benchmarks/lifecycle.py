@@ -21,8 +21,11 @@ Prints the wall times, what each run read (from its report: ranges read, new and
 ratio incremental / full, the issue's ratio (incremental - noop) / (full - noop) (target <=
 10%) and noop / plain PySpark (for reference: the issue's 1.5x is on the demo's sample, noop.py;
 the no-op run must read no range). The fixed cost of a process (JVM start, dbt parse) is in both figures, since
-a user pays it; each run's own elapsed time from its report is printed beside it. Figures, not
-assertions.
+a user pays it; each run's own elapsed time from its report is printed beside it, and under
+it the run's time by phase (the mark's phases from its summary's ``phase_seconds``, the rest of
+the process as "process, load and sweep"); then the incremental run's phases minus the no-op's
+(with ``--repeat``, of the per-phase medians too): the steps the ratio's numerator is made of.
+Figures, not assertions.
 
 ``--repeat N``: steps 3 and 4 (incremental, no-op) N times, each time from a copy of the state
 the full run left, on the same grown snapshot and clocks; the issue's ratio is then printed for
@@ -68,12 +71,16 @@ from common import (  # noqa: E402
     check_engine_options,
     child_env,
     describe_noop,
+    describe_phases,
     engine,
     describe_share,
     incremental_share,
     keep_class_archive,
     lakewarden_command,
     median,
+    median_phases,
+    phase_difference,
+    phases_of,
     plain_pyspark_run,
     run_in_process,
     run_measured,
@@ -200,6 +207,15 @@ def run_lifecycle(snapshot: Path, policy: Path, now: datetime, state: Path, repo
     return run, json.loads((report / "summary.json").read_text())
 
 
+#: a run's time outside its mark's phases (the summary's phase_seconds): interpreter, JVM and
+#: dbt start, the snapshot's check and load, and the sweep with its ledger (no run is a dry run)
+OUTSIDE_THE_MARK = "process, load and sweep"
+
+
+def _phases(run: ProcessRun, summary: dict) -> dict[str, float]:
+    return phases_of(run.seconds, summary, rest=OUTSIDE_THE_MARK)
+
+
 def _elapsed(summary: dict) -> str:
     try:
         started = datetime.fromisoformat(summary["started_at"].replace("Z", "+00:00"))
@@ -285,6 +301,7 @@ def _measured_runs(
                   f"({warm_up.seconds:.1f} s, not counted); peak RSS is the process's so far", flush=True)
     full, full_summary = run_lifecycle(snapshot, policy, first_now, state, run_dir / "report-full")
     print(f"full run                 {full.seconds:>12.1f} s   peak RSS {full.peak_rss_mb:.0f} MB; {_read(full_summary)}", flush=True)
+    print(describe_phases(_phases(full, full_summary)))
     after_full = run_dir / "state-after-full"
     if args.repeat > 1:
         shutil.copytree(state, after_full)  # where every repeat's incremental run starts
@@ -297,12 +314,16 @@ def _measured_runs(
     ratio = incremental.seconds / full.seconds
     print(f"commits                  {sample.commit_count:>14,d} (+{added} appended, {appended_entries:,} entries)")
     print(f"incremental run          {incremental.seconds:>12.1f} s   peak RSS {incremental.peak_rss_mb:.0f} MB; {_read(inc_summary)}", flush=True)
+    print(describe_phases(_phases(incremental, inc_summary)))
     noop, noop_summary = run_lifecycle(snapshot, policy, first_now + timedelta(days=1), state, run_dir / "report-noop")
     print(f"no-op run                {noop.seconds:>12.1f} s   peak RSS {noop.peak_rss_mb:.0f} MB; {_read(noop_summary)}", flush=True)
+    print(describe_phases(_phases(noop, noop_summary)))
     share = incremental_share(incremental.seconds, full.seconds, noop.seconds)
     noop_reads = noop_summary.get("ranges_read")
     print(f"ratio incremental / full {ratio:>12.1%}")
     print(f"(incr - noop)/(full - noop) {describe_share(share, TARGET)}")
+    # the numerator, step by step: what the incremental run pays for beyond the no-op's
+    print("incr - noop by phase" + describe_phases(phase_difference(_phases(incremental, inc_summary), _phases(noop, noop_summary)), signed=True))
     if args.one_process:  # no process started per run: the plain process is no floor for these
         print(f"no-op run read {noop_reads} ranges (target 0: {'met' if noop_reads == 0 else 'NOT met'})")
     else:
@@ -347,6 +368,10 @@ def _repeats(
     incremental_median = median([incremental.seconds for (incremental, _), _ in pairs])
     noop_median = median([noop.seconds for _, (noop, _) in pairs])
     print(f"medians:   {incremental_median:6.1f} {noop_median:6.1f}")
+    by_phase = phase_difference(
+        median_phases([_phases(*incremental) for incremental, _ in pairs]), median_phases([_phases(*noop) for _, noop in pairs])
+    )
+    print(f"incr - noop by phase, medians of {repeat}" + describe_phases(by_phase, signed=True))
     share = incremental_share(incremental_median, full.seconds, noop_median)
     print(f"(incr - noop)/(full - noop), medians of {repeat} {describe_share(share, TARGET)}")
     print("results: " + ("OK" if ok else "MISMATCH: a repeat read other ranges or marked another count, or its no-op read a range"))

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, add_engine_options, check_engine_options, child_env, describe_noop, describe_share, engine, incremental_share, keep_class_archive, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, add_engine_options, check_engine_options, child_env, describe_noop, describe_phases, describe_share, engine, incremental_share, keep_class_archive, lakewarden_command, median, phases_of, plain_pyspark_run, run_measured  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -407,9 +407,7 @@ def run_uncommitted(snapshot: Path, manifest: Path, now: datetime, state: Path, 
 def _phases(run: CliRun) -> str:
     """Where a run's time went: the job's phases from its report; the rest of the process's
     wall time (interpreter, JVM and dbt start, snapshot load, checks) as "process and load"."""
-    phases = dict(run.summary.get("phase_seconds") or {})
-    phases = {"process and load": run.seconds - sum(phases.values()), **phases}
-    return "  = " + ", ".join(f"{name.replace('_', ' ')} {value:.1f} s" for name, value in phases.items())
+    return describe_phases(phases_of(run.seconds, run.summary))
 
 
 def _check(label: str, runner: int, duck: int, expected: int) -> bool:

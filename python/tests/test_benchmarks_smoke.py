@@ -187,3 +187,20 @@ def test_a_large_samples_noop_ratio_is_for_reference_and_its_ranges_read_are_jud
     assert common.describe_noop(10.0, 8.0, 3).endswith("no-op read 3 ranges (target 0: NOT met)")
     undefined = common.describe_share(common.incremental_share(32.8, 31.8, 33.2), 0.20)
     assert "undefined" in undefined and "NOT met" in undefined and "nan" not in undefined
+
+
+def test_an_incremental_runs_phases_minus_a_noops_say_which_steps_it_pays_for() -> None:
+    """A run's wall time by phase (its summary's phase_seconds, the rest of the process before
+    them), and one run's phases minus another's, a phase the other did not run counting 0."""
+    common = load_benchmark("common")
+    incremental = common.phases_of(19.0, {"phase_seconds": [["before_decision", 7.0], ["references", 2.25], ["marks", 1.5]]}, rest="outside")
+    noop = common.phases_of(15.0, {"phase_seconds": {"marks": 1.0, "before_decision": 6.75}}, rest="outside")  # an earlier version's object
+    assert incremental == {"outside": 8.25, "before_decision": 7.0, "references": 2.25, "marks": 1.5}
+    assert common.phases_of(9.0, {}) == {"process and load": 9.0}  # a summary without phases
+    difference = common.phase_difference(incremental, noop)
+    assert difference == {"outside": 1.0, "before_decision": 0.25, "references": 2.25, "marks": 0.5}
+    assert sum(difference.values()) == pytest.approx(19.0 - 15.0)
+    assert common.describe_phases(difference, signed=True) == "  = outside +1.0 s, before decision +0.2 s, references +2.2 s, marks +0.5 s"
+    assert common.describe_phases({"report_and_outputs": 3.94}) == "  = report and outputs 3.9 s"
+    medians = common.median_phases([incremental, noop, {"outside": 9.0, "marks": 2.0}])
+    assert medians == {"outside": 8.25, "before_decision": 6.75, "references": 0.0, "marks": 1.5}
