@@ -106,6 +106,11 @@ def test_rerun_with_the_same_inputs_reuses_the_mark_and_a_changed_active_set_doe
     again = json.loads((tmp_path / "again" / "summary.json").read_text())
     assert first["mark_reused_from_run_id"] is None
     assert again["mark_reused_from_run_id"] == first["run_id"] and again["ranges_read"] == 0
+    # where each mark's time went (the summary's phase_seconds, in the order the steps ran): a
+    # reused mark has no step of its own that computes it
+    assert [name for name, _ in first["phase_seconds"]] == ["rules_and_commits", "mark", "tests_report_and_outputs"]
+    assert [name for name, _ in again["phase_seconds"]] == ["rules_and_commits", "tests_report_and_outputs"]
+    assert all(seconds >= 0 for _, seconds in first["phase_seconds"])
     key = lambda row: row["address"]  # noqa: E731
     assert sorted(read_addresses(tmp_path / "again"), key=key) == sorted(read_addresses(tmp_path / "first"), key=key)
     assert again["num_marked"] == first["num_marked"] and again["active_commits"] == first["active_commits"]

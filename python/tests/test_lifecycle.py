@@ -116,6 +116,10 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> SampleRepository:
     return generate(tmp_path_factory.mktemp("lc-sample"), SampleConfig(seed=11, entries=900))
 
 
+#: the mark's phases, as a run's summary.json gives them (phase_seconds), in the order they run
+PHASES = ("policy_and_ledger", "before_decision", "newly_expired", "references", "marks", "tests_report_and_outputs")
+
+
 @pytest.mark.usefixtures("large_repository_forms")  # the small forms: every other test here
 def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path, caplog: pytest.LogCaptureFixture,
@@ -189,6 +193,10 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     assert second["last_deleting_run_id"] == done["run_id"]
     assert second["potential_commits"] < second["commits"], "the incremental run reads fewer commits"
     assert_survivors_exist(snapshot, policy, day1)
+    # where its mark's time went, in the order the steps ran (benchmarks/lifecycle.py subtracts
+    # a no-op run's phases from these): every step of a run that reads ranges, none negative
+    assert [name for name, _ in second["phase_seconds"]] == list(PHASES), second["phase_seconds"]
+    assert all(seconds >= 0 for _, seconds in second["phase_seconds"])
 
     # 4. a policy change: events expire sooner everywhere, a new rule for raw/
     changed = {**policy, "events": {"prefix": "events/", "days": 14, "branch_days": {"main": 12}}, "raw": {"prefix": "raw/", "days": 30}}
@@ -211,6 +219,9 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
     assert repeated["success"] is True and repeated["num_marked"] == 0 and repeated["ranges_read"] == 0
     assert repeated["last_deleting_run_id"] == summary(run3)["run_id"]
     assert "this run reads no range" in caplog.text
+    # a run that reads no range has no newly expired entries and no pass over every entry: the
+    # phases it did not run are absent, not zero
+    assert [name for name, _ in repeated["phase_seconds"]] == [name for name in PHASES if name not in ("newly_expired", "references")]
 
     # what was marked across the runs is what a from-scratch run now would mark
     scratch = lifecycle_marked(snapshot, changed, day2)

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from lakewarden.runtime.progress import Phase, human_bytes, interactive, phase
+from lakewarden.runtime import progress
+from lakewarden.runtime.progress import Phase, PhaseClock, human_bytes, interactive, phase
 
 
 class Terminal(io.StringIO):
@@ -70,3 +71,16 @@ def test_progress_off_prints_nothing_even_on_success(monkeypatch) -> None:
     with phase("sweep", total=2, unit="objects", stream=stream) as bar:
         bar.advance(2)
     assert bar.count == 2 and stream.getvalue() == ""
+
+
+def test_a_phase_clock_gives_each_lap_its_seconds_in_order_and_adds_a_name_lapped_again(monkeypatch) -> None:
+    moments = iter([10.0, 10.5, 12.0, 12.25, 15.0, 20.0])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(moments))
+    clock = PhaseClock()  # 10.0
+    clock.lap("load")  # 0.5
+    clock.lap("models")  # 1.5
+    clock.lap("load")  # 0.25 more
+    clock.lap("outputs")  # 2.75
+    assert clock.seconds == {"load": 0.75, "models": 1.5, "outputs": 2.75}
+    assert clock.pairs() == [["load", 0.75], ["models", 1.5], ["outputs", 2.75]]  # the order they first ran
+    assert PhaseClock().seconds == {}  # a phase that never ran is absent, not zero

@@ -40,6 +40,7 @@ from lakewarden.jobs.shape import Job, run_job
 from lakewarden.reports.directory import Report, write_json_atomic
 from lakewarden.reports.figures import drawn_beside, write_figures
 from lakewarden.runtime.compiled_models import source_id
+from lakewarden.runtime.progress import PhaseClock
 from lakewarden.state_tables import append_rows, qualified, state_lock
 from lakewarden.timestamps import from_spark
 
@@ -555,15 +556,7 @@ def mark_uncommitted(
     )
     try:
         clock = time.monotonic()
-        phases: dict[str, float] = {}
-        phase_start = clock
-
-        def phase(name: str) -> None:
-            nonlocal phase_start
-            moment = time.monotonic()
-            phases[name] = round(moment - phase_start, 3)
-            phase_start = moment
-
+        phases = PhaseClock()
         if same_report:
             assert previous is not None
 
@@ -590,7 +583,7 @@ def mark_uncommitted(
             context.build_models(
                 MARK_MODELS, as_tables=OPTIMIZED_TABLES if previous is not None else (), awaiting=written, **variables
             )
-        phase("storage_inventory_and_models")
+        phases.lap("storage_inventory_and_models")
         run = context.table("gc_uncommitted_run").first().asDict()
         marked = context.table("gc_uncommitted_marked_addresses")
         # kept: the uncommitted objects this run considered and keeps (staged, younger than
@@ -626,7 +619,7 @@ def mark_uncommitted(
             context.table("gc_uncommitted_entry_keys").write.mode("overwrite").parquet(str(output_dir / ENTRY_KEYS_DIR))
         key_chain = [location.parent.name for location in key_runs or ()] if continues_keys else []
         write_json_atomic(output_dir / ENTRY_KEY_RUNS_FILE, {"runs": [*key_chain, context.run_id]})
-        phase("report_and_outputs")
+        phases.lap("report_and_outputs")
         last_commit_at = from_spark(run["last_commit_created_at"])
         bound = min(context.now, observed_at)
         cutoff = max(bound, last_commit_at + STORAGE_CLOCK_SKEW) if last_commit_at is not None else bound
@@ -648,7 +641,7 @@ def mark_uncommitted(
             inventory_fingerprint=fingerprint,
             storage_read="previous uncommitted inventory (same inventory report)" if same_report else ("inventory report" if manifest else "listing"),
             mark_seconds=round(time.monotonic() - clock, 3),
-            phase_seconds=phases,
+            phase_seconds=phases.pairs(),
         )
         write_json_atomic(output_dir / "summary.json", {**run, "dry_run": context.dry_run, "report": str(report.directory)})
         num_marked = int(run["marked_objects"] or 0)

@@ -74,6 +74,31 @@ class Phase:
         return f"{self.name}: " + ", ".join(parts) + f" in {seconds:.1f}s" + (f" ({rate})" if rate else "")
 
 
+class PhaseClock:
+    """Seconds per named phase of a job's mark, for its ``summary.json`` (``phase_seconds``:
+    :meth:`pairs`, in the order the phases first ran; the summary's objects are written with
+    sorted keys, which would put them in alphabetical order).
+
+    Why: a run's wall time says how long, not where; the benchmarks subtract one run's phases
+    from another's (an incremental run's from a no-op's) to say which steps an incremental run
+    pays for, with no profiler and no event log. ``lap(name)`` closes the phase that ran since
+    the previous lap (or since the clock was made) under ``name``; a name lapped again adds up.
+    A phase that did not run (a no-op run's pass over the entries) is absent, not zero."""
+
+    def __init__(self) -> None:
+        self._since = time.monotonic()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._since, 3)
+        self._since = now
+
+    def pairs(self) -> list[list[object]]:
+        """``[[name, seconds], ...]`` in the order the phases first ran (JSON keeps it)."""
+        return [[name, seconds] for name, seconds in self.seconds.items()]
+
+
 @contextmanager
 def phase(name: str, *, total: int | None = None, unit: str = "items", stream: TextIO | None = None) -> Iterator[Phase]:
     """A long phase: a rich progress bar on a terminal, one plain line at the end otherwise.

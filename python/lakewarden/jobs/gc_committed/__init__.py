@@ -15,6 +15,7 @@ from lakewarden.jobs.common import SNAPSHOT_SCHEMA, JobContext, add_job_options,
 from lakewarden.jobs.shape import Job, run_job
 from lakewarden.reports.directory import Report, default_report_dir, write_single_csv
 from lakewarden.reports.figures import drawn_beside, figures_document, save_figures
+from lakewarden.runtime.progress import PhaseClock
 from lakewarden.timestamps import rfc3339
 from lakewarden.snapshot import register_rows
 
@@ -142,6 +143,7 @@ def mark_committed(
         rules=None if rules is None else {"default_retention_days": rules.default_retention_days, "branches": rules.branch_retention_days},
         retain_tags=retain_tags,
     )
+    clock = PhaseClock()  # where the mark's time goes, for the summary (phase_seconds)
     try:
         context.check_lakefs_holds()
         write_rules_table(context, rules)
@@ -153,6 +155,7 @@ def mark_committed(
         # below reads the same gc_committed_commits, so this identity is also the one it keeps
         identity = mark_identity(context, commits)
         reused = find_reusable_mark(context, identity)
+        clock.lap("rules_and_commits")
         if reused is not None:
             reused_run_id, location = reused
             report.update(mark_reused_from_run_id=reused_run_id, ranges_read=0)
@@ -165,6 +168,7 @@ def mark_committed(
                 MARK_MODELS, locations={"gc_committed_marked_addresses": written}, retain_tags=retain_tags, part="models"
             )
             location = str(written)
+            clock.lap("mark")
         marked = context.spark.read.parquet(location)
 
         def draw() -> MarkFigures:
@@ -207,7 +211,9 @@ def mark_committed(
             bytes_marked=int(totals["bytes"] or 0),
             location=location,
         )
+        clock.lap("tests_report_and_outputs")
         report.update(
+            phase_seconds=clock.pairs(),
             num_marked=result.num_marked,
             bytes_marked=result.bytes_marked,
             commits=result.commits,

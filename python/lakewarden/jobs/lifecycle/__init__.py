@@ -34,6 +34,7 @@ from lakewarden.jobs.lifecycle.policy import LifecyclePolicy, load_lifecycle_pol
 from lakewarden.reports.directory import Report, default_report_dir
 from lakewarden.reports.figures import READ_RANGES_KEPT_NOTE, drawn_beside, figures_document, kept_in_ranges, save_figures
 from lakewarden.runtime import spark_session
+from lakewarden.runtime.progress import PhaseClock
 from lakewarden.runtime.spark_session import small_form_for
 from lakewarden.snapshot import register_rows, source_columns, source_ddl
 from lakewarden.state_tables import append_frame, append_rows, state_lock, within_this_hold
@@ -260,6 +261,9 @@ def mark_lifecycle(
         full_run=full,
     )
     ledger = RunLedger(context, potential_mode=potential_mode, full=full)
+    # where the mark's time goes, for the summary (phase_seconds): benchmarks/lifecycle.py
+    # subtracts a no-op run's phases from an incremental run's
+    clock = PhaseClock()
     try:
         write_policy_table(context, policy)
         # dry runs swept completely since by 'lakewarden sweep' count as deleting runs
@@ -267,6 +271,7 @@ def mark_lifecycle(
 
         import_lifecycle_sweeps(context.spark, context.state, EVENTS, ledger.columns)
         ledger.record("running")
+        clock.lap("policy_and_ledger")
         variables: dict[str, Any] = {"lifecycle_potential_commits": potential_mode, "lifecycle_full": full}
         # one compilation serves every stretch of the run (on a large snapshot the staging views
         # first: the decision's form is taken from the windows kept, rows_before_decision)
@@ -276,6 +281,7 @@ def mark_lifecycle(
         with context.form_for(rows_before_decision(context, build_up_to)):
             build_up_to(READ_DECISION)
         ranges, entries, read_ids = ranges_read(context)
+        clock.lap("before_decision")
         reads_ranges = ranges > 0
         rest_rows: int | None = 0  # a run that reads no range: every step after the decision is empty
         if not reads_ranges:
@@ -285,6 +291,7 @@ def mark_lifecycle(
             # read, then the one pass over every entry, then what that pass found
             with context.form_for(entries) as few:
                 context.build_models(MARK_MODELS, only_upstream_of=(NEWLY_EXPIRED,), lifecycle_reads_ranges=True, part="models", **variables)
+            clock.lap("newly_expired")
             # the pass reads every entry (the session's own form), and what it finds is held in
             # memory when the newly expired entries were few (ModelRunner.holding): the
             # references of a few thousand objects, which the steps after it read from there
@@ -292,8 +299,9 @@ def mark_lifecycle(
             with context.model_runner().holding(few, counting=(REFERENCES,)):
                 context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
             rest_rows = rows_after_references(context, entries)
+            clock.lap("references")
         with context.form_for(rest_rows):
-            return _mark_rest(context, report, ledger, reads_ranges=reads_ranges, read_ids=read_ids, **variables)
+            return _mark_rest(context, report, ledger, clock, reads_ranges=reads_ranges, read_ids=read_ids, **variables)
     except Exception as exc:
         error = error_line(exc)
         report.finish(success=False, status="failed", error=error)
@@ -305,12 +313,13 @@ def mark_lifecycle(
 
 
 def _mark_rest(
-    context: JobContext, report: Report, ledger: "RunLedger", *, reads_ranges: bool, read_ids: "list[str] | None" = None,
-    **variables: Any,
+    context: JobContext, report: Report, ledger: "RunLedger", clock: PhaseClock, *, reads_ranges: bool,
+    read_ids: "list[str] | None" = None, **variables: Any,
 ) -> LifecycleResult:
     """The mark after the pass over every entry: the decisions on what it found, the safety
     tests, the report's figures and the outputs. ``read_ids``: the ranges read, as the read
-    decision's query gathered them (:func:`ranges_read`), for the report's kept objects."""
+    decision's query gathered them (:func:`ranges_read`), for the report's kept objects;
+    ``clock``: the mark's phases so far (the summary's ``phase_seconds``)."""
     from pyspark.sql import functions as F
 
     # the marked mart first (with the run's figures, which need the same steps and not the
@@ -320,6 +329,7 @@ def _mark_rest(
     context.build_models(
         MARK_MODELS, only_upstream_of=(MARKED, RUN_FIGURES), lifecycle_reads_ranges=reads_ranges, part="models", **variables
     )
+    clock.lap("marks")
     marked = context.table(MARKED)
     # kept: the objects of the ranges this run read (none in a run that reads no range)
     read_ranges = context.table("int_lifecycle__read_ranges").where("is_read").select("range_id")
@@ -373,8 +383,11 @@ def _mark_rest(
             # not after the sweep, where they were a query of their own on every run's way out
             rule_stats = tuple(row.asDict() for row in context.table("lifecycle_rule_stats").orderBy("rule_id", "branch_id").collect())
             figures["range_windows_computed"] = windows_kept.result()
+    clock.lap("tests_report_and_outputs")
     ledger.record("marked", num_marked=num_marked)
-    report.update(num_marked=num_marked, bytes_marked=bytes_marked, stats=str(stats_path(context, base)), **figures)
+    report.update(
+        num_marked=num_marked, bytes_marked=bytes_marked, stats=str(stats_path(context, base)), phase_seconds=clock.pairs(), **figures
+    )
     report.finish(success=True, status="marked" if context.dry_run else "marked, sweep pending")
     return LifecycleResult(report, base, figures, num_marked, bytes_marked, rule_stats)
 
