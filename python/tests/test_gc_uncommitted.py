@@ -176,6 +176,10 @@ def test_optimized_run_after_new_commits_and_uploads(spark, test_state_dir: Path
     assert run_uc(snapshot, test_state_dir, second, now2, "--min-age", "1h", "--dry-run") == 0
     result = summary(second)
     assert result["run_mode"] == "optimized" and result["previous_run_id"] == summary(first)["run_id"]
+    # where each run's time went, in the order its steps ran (docs/reports.md)
+    for run in (summary(first), result):
+        assert [name for name, _ in run["phase_seconds"]] == ["storage_inventory_and_models", "report_and_outputs"]
+        assert all(seconds >= 0 for _, seconds in run["phase_seconds"])
     assert result["newly_read_ranges"] == 3 < result["listed_ranges"]  # only the three new commits' ranges
     assert result["new_commits"] == 3
     assert marked(second) == expected

@@ -154,6 +154,9 @@ def test_unified_gc_reproduces_lakefs_system_test(
     summary = json.loads((report / "summary.json").read_text())
     assert summary["job"] == "gc" and summary["success"] is True and summary["num_marked"] == 6
     assert summary["num_marked_by_reason"] == {"expired commits only": 3, "no reference": 3}
+    # where the run's time went: the two marks (each part's summary has its own phases) and the union
+    assert [name for name, _ in summary["phase_seconds"]] == ["committed_mark", "uncommitted_mark", "union_report_and_outputs"]
+    assert [name for name, _ in json.loads((report / "committed" / "summary.json").read_text())["phase_seconds"]][-1] == "tests_report_and_outputs"
     assert (report / "report.html").is_file() and "expired commits only" in (report / "report.html").read_text()
     assert "3 expired commits only, 3 no reference" in out
 

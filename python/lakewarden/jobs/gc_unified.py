@@ -41,6 +41,7 @@ from lakewarden.jobs.gc_committed import CommittedGcOptions, committed_options_f
 from lakewarden.jobs.gc_uncommitted import UncommittedGcOptions, uncommitted_options_from_args
 from lakewarden.jobs.shape import Job, run_job, with_blockstore
 from lakewarden.reports.directory import Report, default_report_dir
+from lakewarden.runtime.progress import PhaseClock
 
 if TYPE_CHECKING:  # pragma: no cover
     from lakewarden.jobs.gc_committed.rules import GcRules
@@ -196,6 +197,7 @@ def mark_unified(
         inventory=manifest,
         reasons=[REASON_COMMITTED, REASON_UNCOMMITTED],
     )
+    clock = PhaseClock()  # each mark's phases are in its own part's summary; these are the whole's
     try:
         # one model runner for both marks: the nodes they share are executed once
         context.model_runner()
@@ -204,10 +206,12 @@ def mark_unified(
             report_dir=directory / "committed", figures=False,
         )
         assert committed.location is not None  # a mark (fresh or reused) always has its location
+        clock.lap("committed_mark")
         uncommitted = mark_uncommitted(
             replace(context, job="gc-uncommitted"), manifest=manifest, min_age=min_age, clean=clean,
             report_dir=directory / "uncommitted", store_options=options, figures=False, start=start,
         )
+        clock.lap("uncommitted_mark")
         # committed GC's commits (their state and reason) are what explain reads
         shutil.copyfile(directory / "committed" / "commits.csv", directory / "commits.csv")
         committed_mark = context.spark.read.parquet(committed.location)
@@ -247,7 +251,9 @@ def mark_unified(
             lakefs_mark = write_lakefs_mark(context, report, marked, options, min_age)
         finally:
             marked.unpersist()
+        clock.lap("union_report_and_outputs")
         report.update(
+            phase_seconds=clock.pairs(),
             num_marked=num_committed + num_uncommitted,
             bytes_marked=bytes_committed + bytes_uncommitted,
             num_marked_by_reason={REASON_COMMITTED: num_committed, REASON_UNCOMMITTED: num_uncommitted},
