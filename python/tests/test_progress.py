@@ -74,7 +74,7 @@ def test_progress_off_prints_nothing_even_on_success(monkeypatch) -> None:
 
 
 def test_a_phase_clock_gives_each_lap_its_seconds_in_order_and_adds_a_name_lapped_again(monkeypatch) -> None:
-    moments = iter([10.0, 10.5, 12.0, 12.25, 15.0, 20.0])
+    moments = iter([10.0, 10.5, 12.0, 12.25, 15.0, 15.5, 20.0])
     monkeypatch.setattr(progress.time, "monotonic", lambda: next(moments))
     clock = PhaseClock()  # 10.0
     clock.lap("load")  # 0.5
@@ -83,4 +83,5 @@ def test_a_phase_clock_gives_each_lap_its_seconds_in_order_and_adds_a_name_lappe
     clock.lap("outputs")  # 2.75
     assert clock.seconds == {"load": 0.75, "models": 1.5, "outputs": 2.75}
     assert clock.pairs() == [["load", 0.75], ["models", 1.5], ["outputs", 2.75]]  # the order they first ran
+    assert clock.elapsed() == 5.5  # since the clock was made, the time after the last lap too
     assert PhaseClock().seconds == {}  # a phase that never ran is absent, not zero

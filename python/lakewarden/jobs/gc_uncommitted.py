@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -555,7 +554,6 @@ def mark_uncommitted(
         output_dir=str(output_dir),
     )
     try:
-        clock = time.monotonic()
         phases = PhaseClock()
         if same_report:
             assert previous is not None
@@ -640,7 +638,7 @@ def mark_uncommitted(
             scanned_ranges_location=str(ranges_dir),
             inventory_fingerprint=fingerprint,
             storage_read="previous uncommitted inventory (same inventory report)" if same_report else ("inventory report" if manifest else "listing"),
-            mark_seconds=round(time.monotonic() - clock, 3),
+            mark_seconds=phases.elapsed(),
             phase_seconds=phases.pairs(),
         )
         write_json_atomic(output_dir / "summary.json", {**run, "dry_run": context.dry_run, "report": str(report.directory)})

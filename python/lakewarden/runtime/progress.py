@@ -86,8 +86,12 @@ class PhaseClock:
     A phase that did not run (a no-op run's pass over the entries) is absent, not zero."""
 
     def __init__(self) -> None:
-        self._since = time.monotonic()
+        self._started = self._since = time.monotonic()
         self.seconds: dict[str, float] = {}
+
+    def elapsed(self) -> float:
+        """Seconds since the clock was made, laps or not (a mark's whole time)."""
+        return round(time.monotonic() - self._started, 3)
 
     def lap(self, name: str) -> None:
         now = time.monotonic()
