@@ -29,47 +29,6 @@ if ! command -v java >/dev/null 2>&1; then
     exit 1
 fi
 
-# Azurite, Azure Storage's emulator (npm), for the store tests: under .tools/, every package
-# pinned by scripts/azurite/package-lock.json (npm ci installs exactly that tree, so a new release
-# of one of its 450 dependencies cannot change a run). Installed beside pip's install below (npm
-# waits on the network and its files, pip on unpacking and compiling): on a fresh clone the two
-# took 19 s and 43 s one after the other. The registry is a network service: a failed attempt is
-# tried again twice, 10 s and 30 s later, and npm's own log is printed if the last one fails.
-azurite_pid=""
-if ! cmp -s scripts/azurite/package-lock.json .tools/installed-lock.json || [ ! -x .tools/node_modules/.bin/azurite-blob ]; then
-    if ! command -v npm >/dev/null 2>&1; then
-        if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-            echo "installing Node.js and npm (Azurite, the Azure Storage emulator, runs on Node)" >&2
-            apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-        else
-            echo "the store tests need npm (Node.js >= 20) to install Azurite; install it and re-run" >&2
-            exit 1
-        fi
-    fi
-    echo "installing Azurite under .tools/ from scripts/azurite/package-lock.json (beside the Python install)" >&2
-    mkdir -p .tools
-    rm -f .tools/installed-lock.json
-    cp scripts/azurite/package.json scripts/azurite/package-lock.json .tools/
-    set -m  # the attempts in a process group of their own: stopped as one, npm included
-    (
-        for pause in 10 30 0; do
-            # installed-lock.json, copied last, marks a finished install for the check above
-            if npm ci --prefix .tools --no-audit --no-fund --loglevel=error >.tools/npm-install.log 2>&1 \
-                && cp scripts/azurite/package-lock.json .tools/installed-lock.json; then
-                exit 0
-            fi
-            [ "$pause" = 0 ] && break
-            echo "npm ci failed (log: .tools/npm-install.log); trying again in $pause s" >&2
-            sleep "$pause"
-        done
-        exit 1
-    ) &
-    azurite_pid=$!
-    set +m
-    # interrupted or failed below: npm stops too
-    trap 'kill -- "-$azurite_pid" 2>/dev/null || true' EXIT
-fi
-
 if [ ! -x .venv/bin/python ]; then
     echo "creating .venv with $PYTHON" >&2
     "$PYTHON" -m venv .venv
@@ -87,16 +46,6 @@ echo "installing lakewarden and its pinned dependencies (first run: a few minute
 # the warm-up below then keeps it for them. pip itself is kept current for the user's own
 # `.venv/bin/pip install`.
 bash scripts/venv-install.sh .venv/bin/python --constraint constraints.txt --editable ".[test]" "pip>=24"
-
-if [ -n "$azurite_pid" ]; then
-    if ! wait "$azurite_pid"; then
-        trap - EXIT
-        tail -n 40 .tools/npm-install.log >&2 || true
-        echo "installing Azurite under .tools/ failed three times (npm's last log above: .tools/npm-install.log)" >&2
-        exit 1
-    fi
-    trap - EXIT
-fi
 
 # The embedded JVM's class archive, once per machine and Spark/Java version (a few seconds'
 # faster start for every job after): kept now, at install, rather than at the end of the

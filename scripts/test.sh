@@ -47,30 +47,45 @@ fi
 export LAKEWARDEN_HOME="${LAKEWARDEN_TEST_HOME:-$PWD/.lakewarden-test}"
 # Each step says when it starts: the log shows where the command's time goes.
 say() { echo "== $* ($(date +%T))" >&2; }
-say "ruff check python benchmarks"
-.venv/bin/ruff check --quiet python benchmarks
-
-say "lint-imports (the import contracts of pyproject.toml)"
-.venv/bin/lint-imports --no-cache pyproject.toml >/dev/null || .venv/bin/lint-imports --no-cache pyproject.toml
-
 # A command run behind the current step: its output goes to a file, printed by `joined` when
 # it is done (the step in front keeps its own output readable). One at a time.
 behind() {
     behind_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
     "$@" >"$behind_log" 2>&1 &
     behind_pid=$!
-    # interrupted: the command behind stops as on Ctrl-C (pytest's fixtures stop what they started)
-    trap 'kill -INT "$behind_pid" 2>/dev/null || true' EXIT INT TERM
 }
 joined() {  # joined NAME: wait for the command behind, print its output; its exit status
     local status=0
     wait "$behind_pid" || status=$?
-    trap - EXIT INT TERM
+    behind_pid=""
     say "$1"
     cat "$behind_log"
     rm -f "$behind_log"
     return "$status"
 }
+# interrupted or failed: what runs behind stops as on Ctrl-C (pytest's fixtures stop what they
+# started), and Azurite's install (below) with its npm
+behind_pid=""
+azurite_pid=""
+stop_behind() {
+    [ -z "$behind_pid" ] || kill -INT "$behind_pid" 2>/dev/null || true
+    [ -z "$azurite_pid" ] || kill -- "-$azurite_pid" 2>/dev/null || true
+}
+trap stop_behind EXIT INT TERM
+
+# Azurite (the store tests' Azure emulator, npm) installs beside lint: npm waits on the network
+# and its files. Its own process group, so it stops as one, npm included.
+azurite_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-azurite.XXXXXX")"
+set -m
+bash scripts/setup-azurite.sh >"$azurite_log" 2>&1 &
+azurite_pid=$!
+set +m
+
+say "ruff check python benchmarks"
+.venv/bin/ruff check --quiet python benchmarks
+
+say "lint-imports (the import contracts of pyproject.toml)"
+.venv/bin/lint-imports --no-cache pyproject.toml >/dev/null || .venv/bin/lint-imports --no-cache pyproject.toml
 
 # mypy (~30 s without its cache) and sqlfluff (~40 s: it renders every model through dbt) each
 # keep one core busy: side by side they take the longer one's time, not the sum. The command
@@ -83,6 +98,12 @@ mypy_status=0
 joined "mypy's output" || mypy_status=$?
 [ "$mypy_status" -eq 0 ] || exit "$mypy_status"
 [ "$sqlfluff_status" -eq 0 ] || exit "$sqlfluff_status"
+azurite_status=0
+wait "$azurite_pid" || azurite_status=$?
+azurite_pid=""
+cat "$azurite_log" >&2
+rm -f "$azurite_log"
+[ "$azurite_status" -eq 0 ] || exit "$azurite_status"
 
 # pytest in two processes side by side: the tests on the embedded Spark session (marked
 # embedded by python/tests/conftest.py: one driver JVM, warmed once) and every other test (the

@@ -1,8 +1,9 @@
 """Azure and GCS emulators on 127.0.0.1 for the store tests, and a throttling proxy for all three
 stores (no tests here).
 
-* Azure: Azurite's Blob service (npm ``azurite``, installed by ``scripts/setup.sh`` under
-  ``.tools/``), in memory, on a free port; stopped at the end of the session.
+* Azure: Azurite's Blob service (npm ``azurite``, installed under ``.tools/`` by
+  ``scripts/setup-azurite.sh``, which ``scripts/test.sh`` runs), in memory, on a free port;
+  stopped at the end of the session.
 * GCS: ``gcp-storage-emulator`` (PyPI), in memory, on a free port. It implements the JSON API's
   batch endpoint, which the GCS deleter uses (fake-gcs-server answers batches with an empty
   multipart body, so it cannot stand in for the real service here).
@@ -75,7 +76,7 @@ def azurite_binary() -> str:
     found = shutil.which("azurite-blob")
     if found:
         return found
-    pytest.fail("Azurite is not installed: run scripts/setup.sh (npm install --prefix .tools azurite)")
+    pytest.fail("Azurite is not installed: run scripts/setup-azurite.sh (npm ci under .tools/)")
     raise AssertionError  # unreachable
 
 
