@@ -110,8 +110,8 @@ rm -f "$azurite_log"
 # checks service, the wheel and the cluster, parsers, subprocess runs). One process left a core
 # idle about half the time: the Spark tests spend most of theirs on one thread. The
 # timing-sensitive tests (marked serial) run first in the first process, alone: the second
-# starts once they are done (the first creates the file $LAKEWARDEN_SERIAL_DONE names then), so
-# they no longer pay a pytest process of their own (its start and collection: ~9 s).
+# runs its first test once they are done (the first creates the file $LAKEWARDEN_SERIAL_DONE
+# names then), so they no longer pay a pytest process of their own.
 # The first process's output is printed when both are done; the command fails if either does.
 # pytest exits 5 when it selects no test: a selection (extra arguments) may leave a process
 # empty, so 5 fails the command only when neither ran a test.
@@ -143,11 +143,13 @@ serial_done="$(mktemp -u "${TMPDIR:-/tmp}/lakewarden-serial-done.XXXXXX")"
 export LAKEWARDEN_SERIAL_DONE="$serial_done"
 behind .venv/bin/pytest -m "$(selection "serial or embedded")" "${args[@]}"
 unset LAKEWARDEN_SERIAL_DONE
-# the others start once the serial tests are done, or the first process has ended
-while [ ! -e "$serial_done" ] && kill -0 "$behind_pid" 2>/dev/null; do sleep 0.2; done
-rm -f "$serial_done"
+# the other process starts now and collects its tests beside the first (its start and
+# collection, ~9 s, no longer wait on the serial tests); it runs its first test once the serial
+# tests are done, or the first process has ended (python/tests/conftest.py)
 others_status=0
-step .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" || others_status=$?
+step env LAKEWARDEN_AFTER_SERIAL="$serial_done" LAKEWARDEN_SERIAL_PID="$behind_pid" \
+    .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" || others_status=$?
+rm -f "$serial_done"
 first_status=0
 step joined "pytest: the serial and embedded tests" || first_status=$?
 [ "$first_status" -eq 0 ] || exit "$first_status"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Generator
 
@@ -62,13 +63,16 @@ WHEEL_MARKERS = ("wheel", "cluster")
 
 
 #: scripts/test.sh's first pytest process runs the serial tests first, alone, then the embedded
-#: ones: it creates this file once the serial tests are done, and the second process starts then
+#: ones: it creates this file once the serial tests are done
 SERIAL_DONE = "LAKEWARDEN_SERIAL_DONE"
+#: ... and its second process, started beside the first, collects its tests meanwhile and runs
+#: none before that file exists (or the first process, this pid, has ended)
+AFTER_SERIAL, SERIAL_PID = "LAKEWARDEN_AFTER_SERIAL", "LAKEWARDEN_SERIAL_PID"
 _last_serial: list[str] = []
 
 
 def _serial_done() -> None:
-    """Say the serial tests are done (scripts/test.sh starts its second pytest process then)."""
+    """Say the serial tests are done (scripts/test.sh's second pytest process runs its first test then)."""
     path = os.environ.get(SERIAL_DONE)
     if path and not Path(path).exists():
         Path(path).touch()
@@ -76,8 +80,8 @@ def _serial_done() -> None:
 
 @pytest.hookimpl(wrapper=True)  # around pytest's own hook, which deselects by -m
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
-    """The serial tests run first (alone: scripts/test.sh starts its second process once they
-    are done, :data:`SERIAL_DONE`); the tests that build and install the wheel run last (in
+    """The serial tests run first (alone: scripts/test.sh's second process runs its first test
+    once they are done, :data:`SERIAL_DONE`); the tests that build and install the wheel run last (in
     their files' order): the suite's quick failures come first.
 
     Every test of a module that uses the embedded session (the ``spark`` fixture) is marked
@@ -104,6 +108,28 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
     if _last_serial and nodeid == _last_serial[0]:
         _serial_done()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """In scripts/test.sh's second process: wait for the first's serial tests before the first
+    test (the serial tests' latency promises are measured with nothing else running); the
+    collection, done by now, ran beside them. Returns None: pytest's own loop runs the tests."""
+    done = os.environ.get(AFTER_SERIAL)
+    if not done or not session.items or session.config.option.collectonly:
+        return
+    pid = int(os.environ.get(SERIAL_PID) or 0)
+    while not Path(done).exists() and _running(pid):
+        time.sleep(0.2)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not yet reaped by its parent, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
