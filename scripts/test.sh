@@ -7,15 +7,56 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A command run behind the current step: its output goes to a file, printed by `joined` when
+# it is done (the step in front keeps its own output readable). One at a time.
+behind() {
+    behind_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
+    "$@" >"$behind_log" 2>&1 &
+    behind_pid=$!
+}
+joined() {  # joined NAME: wait for the command behind, print its output; its exit status
+    local status=0
+    wait "$behind_pid" || status=$?
+    behind_pid=""
+    say "$1"
+    cat "$behind_log"
+    rm -f "$behind_log"
+    return "$status"
+}
+# interrupted or failed: what runs behind stops as on Ctrl-C (pytest's fixtures stop what they
+# started), and Azurite's install (below) with its npm
+behind_pid=""
+azurite_pid=""
+stop_behind() {
+    [ -z "$behind_pid" ] || kill -INT "$behind_pid" 2>/dev/null || true
+    [ -z "$azurite_pid" ] || kill -- "-$azurite_pid" 2>/dev/null || true
+}
+trap stop_behind EXIT INT TERM
+
+# Azurite (the store tests' Azure emulator, npm) installs beside the venv's install: npm waits
+# on the network and its files (beside lint instead, where both cores are busy, the two took
+# 86 s against lint's 44-50 s alone). Its own process group, so it stops as one, npm included.
+azurite_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-azurite.XXXXXX")"
+set -m
+bash scripts/setup-azurite.sh >"$azurite_log" 2>&1 &
+azurite_pid=$!
+set +m
+
 # --no-warm-up: the suite's first job process to end keeps the JVM class archive, as any first
 # run does (the suite's own long-lived sessions never write one: python/tests/conftest.py)
 bash scripts/setup.sh --no-warm-up
+azurite_status=0
+wait "$azurite_pid" || azurite_status=$?
+azurite_pid=""
+cat "$azurite_log" >&2
+rm -f "$azurite_log"
+[ "$azurite_status" -eq 0 ] || exit "$azurite_status"
 
 # Compiled bytecode is kept: the suite starts hundreds of Python processes (pytest's, each job's
 # subprocess, dbt, Spark's Python workers, the checks service), each importing pyspark, dbt and
 # lakewarden; with PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every one of
-# them compiled those modules from source again (setup.sh installs with --no-compile, counting
-# on the first import to compile them). Kept under .venv/pycache, not beside the sources.
+# them compiled those modules from source again (setup.sh does not byte-compile what it
+# installs, counting on the first import to compile them). Kept under .venv/pycache, not beside the sources.
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 
@@ -47,40 +88,6 @@ fi
 export LAKEWARDEN_HOME="${LAKEWARDEN_TEST_HOME:-$PWD/.lakewarden-test}"
 # Each step says when it starts: the log shows where the command's time goes.
 say() { echo "== $* ($(date +%T))" >&2; }
-# A command run behind the current step: its output goes to a file, printed by `joined` when
-# it is done (the step in front keeps its own output readable). One at a time.
-behind() {
-    behind_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
-    "$@" >"$behind_log" 2>&1 &
-    behind_pid=$!
-}
-joined() {  # joined NAME: wait for the command behind, print its output; its exit status
-    local status=0
-    wait "$behind_pid" || status=$?
-    behind_pid=""
-    say "$1"
-    cat "$behind_log"
-    rm -f "$behind_log"
-    return "$status"
-}
-# interrupted or failed: what runs behind stops as on Ctrl-C (pytest's fixtures stop what they
-# started), and Azurite's install (below) with its npm
-behind_pid=""
-azurite_pid=""
-stop_behind() {
-    [ -z "$behind_pid" ] || kill -INT "$behind_pid" 2>/dev/null || true
-    [ -z "$azurite_pid" ] || kill -- "-$azurite_pid" 2>/dev/null || true
-}
-trap stop_behind EXIT INT TERM
-
-# Azurite (the store tests' Azure emulator, npm) installs beside lint: npm waits on the network
-# and its files. Its own process group, so it stops as one, npm included.
-azurite_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-azurite.XXXXXX")"
-set -m
-bash scripts/setup-azurite.sh >"$azurite_log" 2>&1 &
-azurite_pid=$!
-set +m
-
 say "ruff check python benchmarks"
 .venv/bin/ruff check --quiet python benchmarks
 
@@ -98,12 +105,6 @@ mypy_status=0
 joined "mypy's output" || mypy_status=$?
 [ "$mypy_status" -eq 0 ] || exit "$mypy_status"
 [ "$sqlfluff_status" -eq 0 ] || exit "$sqlfluff_status"
-azurite_status=0
-wait "$azurite_pid" || azurite_status=$?
-azurite_pid=""
-cat "$azurite_log" >&2
-rm -f "$azurite_log"
-[ "$azurite_status" -eq 0 ] || exit "$azurite_status"
 
 # pytest in two processes side by side: the tests on the embedded Spark session (marked
 # embedded by python/tests/conftest.py: one driver JVM, warmed once) and every other test (the
