@@ -56,7 +56,8 @@ rm -f "$azurite_log"
 # subprocess, dbt, Spark's Python workers, the checks service), each importing pyspark, dbt and
 # lakewarden; with PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) every one of
 # them compiled those modules from source again (setup.sh does not byte-compile what it
-# installs, counting on the first import to compile them). Kept under .venv/pycache, not beside the sources.
+# installs, counting on the first import to compile them). Kept under .venv/pycache, not beside
+# the sources.
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}"
 
