@@ -5,9 +5,9 @@
 # its 450 dependencies cannot change a run). Idempotent: an install of the same lock is left alone.
 #
 # Only the tests need it, so scripts/test.sh runs it (beside scripts/setup.sh's install: npm
-# waits on the network and its files), not scripts/setup.sh: a user's install has no Node step. The registry is a network
-# service: a failed attempt is tried again twice, 10 s and 30 s later, and npm's own log is
-# printed if the last one fails.
+# waits on the network and its files), not scripts/setup.sh: a user's install has no Node step.
+# The registry is a network service: a failed attempt is tried again twice, 10 s and 30 s
+# later, and npm's own log is printed if the last one fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
