@@ -9,10 +9,14 @@ cd "$(dirname "$0")/.."
 
 # A command run behind the current step: its output goes to a file, printed by `joined` when
 # it is done (the step in front keeps its own output readable). One at a time.
+# In a process group of its own (set -m): a command a script starts behind it otherwise ignores
+# SIGINT, and pytest would not stop when stop_behind (below) asks it to. Its input is /dev/null.
 behind() {
     behind_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
-    "$@" >"$behind_log" 2>&1 &
+    set -m
+    "$@" >"$behind_log" 2>&1 </dev/null &
     behind_pid=$!
+    set +m
 }
 joined() {  # joined NAME: wait for the command behind, print its output; its exit status
     local status=0
@@ -23,15 +27,36 @@ joined() {  # joined NAME: wait for the command behind, print its output; its ex
     rm -f "$behind_log"
     return "$status"
 }
-# interrupted or failed: what runs behind stops as on Ctrl-C (pytest's fixtures stop what they
-# started), and Azurite's install (below) with its npm
+# interrupted or failed: the pytest processes running behind stop as on Ctrl-C (pytest's fixtures
+# stop what they started), sqlfluff, and Azurite's install (below) with its npm. A pytest process
+# still running 10 s later (the interrupt reached a job run, which ends as interrupted, and the
+# next test began) is stopped with its process group.
 behind_pid=""
 azurite_pid=""
+sqlfluff_pid=""
+others_pid=""
 stop_behind() {
-    [ -z "$behind_pid" ] || kill -INT "$behind_pid" 2>/dev/null || true
+    local pids=() pid waited
+    for pid in "$behind_pid" "$others_pid"; do
+        [ -z "$pid" ] || ! kill -INT "$pid" 2>/dev/null || pids+=("$pid")
+    done
+    [ -z "$sqlfluff_pid" ] || kill "$sqlfluff_pid" 2>/dev/null || true
     [ -z "$azurite_pid" ] || kill -- "-$azurite_pid" 2>/dev/null || true
+    for pid in "${pids[@]}"; do
+        for _ in $(seq 50); do
+            running "$pid" || break
+            sleep 0.2
+        done
+        ! running "$pid" || kill -TERM -- "-$pid" 2>/dev/null || true
+    done
 }
-trap stop_behind EXIT INT TERM
+running() {  # whether process $1 runs (a zombie, ended but not yet waited for, does not)
+    local state
+    state="$(ps -o stat= -p "$1" 2>/dev/null)" && [ -n "$state" ] && [ "${state#Z}" = "$state" ]
+}
+trap stop_behind EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # Azurite (the store tests' Azure emulator, npm) installs beside the venv's install: npm waits
 # on the network and its files (beside lint instead, where both cores are busy, the two took
@@ -95,28 +120,8 @@ say "ruff check python benchmarks"
 say "lint-imports (the import contracts of pyproject.toml)"
 .venv/bin/lint-imports --no-cache pyproject.toml >/dev/null || .venv/bin/lint-imports --no-cache pyproject.toml
 
-# mypy (~30 s without its cache) and sqlfluff (~40 s: it renders every model through dbt) each
-# keep one core busy: side by side they take the longer one's time, not the sum. The command
-# fails if either does.
-say "sqlfluff lint models tests, and behind it mypy (pyproject.toml's [tool.mypy])"
-behind .venv/bin/mypy
-sqlfluff_status=0
-.venv/bin/sqlfluff lint models tests --processes 1 || sqlfluff_status=$?
-mypy_status=0
-joined "mypy's output" || mypy_status=$?
-[ "$mypy_status" -eq 0 ] || exit "$mypy_status"
-[ "$sqlfluff_status" -eq 0 ] || exit "$sqlfluff_status"
-
-# pytest in two processes side by side: the tests on the embedded Spark session (marked
-# embedded by python/tests/conftest.py: one driver JVM, warmed once) and every other test (the
-# checks service, the wheel and the cluster, parsers, subprocess runs). One process left a core
-# idle about half the time: the Spark tests spend most of theirs on one thread. The
-# timing-sensitive tests (marked serial) run first in the first process, alone: the second
-# runs its first test once they are done (the first creates the file $LAKEWARDEN_SERIAL_DONE
-# names then), so they no longer pay a pytest process of their own.
-# The first process's output is printed when both are done; the command fails if either does.
-# pytest exits 5 when it selects no test: a selection (extra arguments) may leave a process
-# empty, so 5 fails the command only when neither ran a test.
+# The caller's arguments: a -m is combined with each pytest step's own selection, the rest go
+# to both pytest processes.
 user_mark=""
 args=()
 while [ "$#" -gt 0 ]; do
@@ -140,17 +145,56 @@ step() {
     esac
 }
 
+# mypy (~30 s without its cache) and sqlfluff (~40 s: it renders every model through dbt) each
+# keep one core busy: side by side they take the longer one's time, not the sum. mypy is done
+# first; the pytest processes (below) start then, so their start and collection (~9 s each) use
+# the core it leaves idle for sqlfluff's last seconds, and their first test waits for sqlfluff
+# (python/tests/conftest.py). The command fails if either linter does, and then stops them.
+say "sqlfluff lint models tests, and beside it mypy (pyproject.toml's [tool.mypy])"
+sqlfluff_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-sqlfluff.XXXXXX")"
+.venv/bin/sqlfluff lint models tests --processes 1 >"$sqlfluff_log" 2>&1 &
+sqlfluff_pid=$!
+behind .venv/bin/mypy
+mypy_status=0
+joined "mypy's output" || mypy_status=$?
+[ "$mypy_status" -eq 0 ] || exit "$mypy_status"
+
+# pytest in two processes side by side: the tests on the embedded Spark session (marked
+# embedded by python/tests/conftest.py: one driver JVM, warmed once) and every other test (the
+# checks service, the wheel and the cluster, parsers, subprocess runs). One process left a core
+# idle about half the time: the Spark tests spend most of theirs on one thread. The
+# timing-sensitive tests (marked serial) run first in the first process, alone: the second
+# runs its first test once they are done (the first creates the file $LAKEWARDEN_SERIAL_DONE
+# names then), so they no longer pay a pytest process of their own.
+# The first process's output is printed when both are done; the command fails if either does.
+# pytest exits 5 when it selects no test: a selection (extra arguments) may leave a process
+# empty, so 5 fails the command only when neither ran a test.
 say "pytest: the serial tests alone, then the embedded Spark tests beside the others (the first's output follows)"
 serial_done="$(mktemp -u "${TMPDIR:-/tmp}/lakewarden-serial-done.XXXXXX")"
+# the first process runs its first test (a serial one) once sqlfluff has ended
 export LAKEWARDEN_SERIAL_DONE="$serial_done"
-behind .venv/bin/pytest -m "$(selection "serial or embedded")" "${args[@]}"
+behind env LAKEWARDEN_START_AFTER_PID="$sqlfluff_pid" .venv/bin/pytest -m "$(selection "serial or embedded")" "${args[@]}"
 unset LAKEWARDEN_SERIAL_DONE
-# the other process starts now and collects its tests beside the first (its start and
-# collection, ~9 s, no longer wait on the serial tests); it runs its first test once the serial
-# tests are done, or the first process has ended (python/tests/conftest.py)
+# the other starts now too and collects its tests beside the first; it runs its first test once
+# the serial tests are done, or the first process has ended (python/tests/conftest.py)
+# (its output printed as it comes; a process group of its own, as behind's)
+set -m
+env LAKEWARDEN_START_AFTER="$serial_done" LAKEWARDEN_START_AFTER_PID="$behind_pid" \
+    .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" </dev/null &
+others_pid=$!
+set +m
+sqlfluff_status=0
+wait "$sqlfluff_pid" || sqlfluff_status=$?
+sqlfluff_pid=""
+say "sqlfluff's output"
+cat "$sqlfluff_log"
+rm -f "$sqlfluff_log"
+if [ "$sqlfluff_status" -ne 0 ]; then
+    exit "$sqlfluff_status"  # the trap stops both pytest processes
+fi
 others_status=0
-step env LAKEWARDEN_AFTER_SERIAL="$serial_done" LAKEWARDEN_SERIAL_PID="$behind_pid" \
-    .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" || others_status=$?
+step wait "$others_pid" || others_status=$?
+others_pid=""
 rm -f "$serial_done"
 first_status=0
 step joined "pytest: the serial and embedded tests" || first_status=$?

@@ -65,9 +65,11 @@ WHEEL_MARKERS = ("wheel", "cluster")
 #: scripts/test.sh's first pytest process runs the serial tests first, alone, then the embedded
 #: ones: it creates this file once the serial tests are done
 SERIAL_DONE = "LAKEWARDEN_SERIAL_DONE"
-#: ... and its second process, started beside the first, collects its tests meanwhile and runs
-#: none before that file exists (or the first process, this pid, has ended)
-AFTER_SERIAL, SERIAL_PID = "LAKEWARDEN_AFTER_SERIAL", "LAKEWARDEN_SERIAL_PID"
+#: a pytest process given these collects its tests, then runs none before this file exists or
+#: the process of this pid has ended (without a pid it does not wait): scripts/test.sh starts
+#: both of its processes while sqlfluff still runs, the first waiting for sqlfluff's pid, the
+#: second for the first's serial tests (the file above) or its pid
+START_AFTER, START_AFTER_PID = "LAKEWARDEN_START_AFTER", "LAKEWARDEN_START_AFTER_PID"
 _last_serial: list[str] = []
 
 
@@ -112,14 +114,15 @@ def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str])
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    """In scripts/test.sh's second process: wait for the first's serial tests before the first
-    test (the serial tests' latency promises are measured with nothing else running); the
+    """In scripts/test.sh's processes: wait for what must end first before the first test
+    (:data:`START_AFTER`): the first process waits for sqlfluff, the second for the first's
+    serial tests (their latency promises are measured with nothing else running); the
     collection, done by now, ran beside them. Returns None: pytest's own loop runs the tests."""
-    done = os.environ.get(AFTER_SERIAL)
-    if not done or not session.items or session.config.option.collectonly:
+    done = os.environ.get(START_AFTER)
+    pid = int(os.environ.get(START_AFTER_PID) or 0)
+    if not pid or not session.items or session.config.option.collectonly:
         return
-    pid = int(os.environ.get(SERIAL_PID) or 0)
-    while not Path(done).exists() and _running(pid):
+    while not (done and Path(done).exists()) and _running(pid):
         time.sleep(0.2)
 
 
