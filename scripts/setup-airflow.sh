@@ -17,20 +17,14 @@ if [[ -f "$marker" && -x "$venv/bin/airflow" ]]; then
     exit 0
 fi
 
-uv="$root/.venv/bin/uv"
-if [ ! -x "$uv" ]; then
-    echo "setup-airflow: no uv at $uv: run scripts/setup.sh first (it installs uv into .venv)" >&2
-    exit 1
-fi
 rm -rf "$venv"
-# uv (scripts/venv-install.sh): with warm caches on 2 cores, 22 s with pip against 5 s
-"$uv" venv --quiet --python "$python" "$venv"
-# Byte-compiled as it is installed (--compile-bytecode, unlike setup.sh), where the Airflow
-# processes will look for it (uv honours PYTHONPYCACHEPREFIX, which scripts/test.sh sets): the
-# Airflow test starts four Airflow processes (db migrate, api-server, scheduler,
-# dag-processor) that import much of it, and started side by side they compiled the same
-# modules each.
-UV="$uv" bash "$root/scripts/venv-install.sh" "$venv/bin/python" --compile-bytecode "apache-airflow==$AIRFLOW_VERSION"
+# Created and installed by scripts/venv-install.sh (uv: with warm caches on 2 cores, 22 s with
+# pip against 5 s). Byte-compiled as it is installed (--compile-bytecode, unlike setup.sh),
+# where the Airflow processes will look for it (uv honours PYTHONPYCACHEPREFIX, which
+# scripts/test.sh sets): the Airflow test starts four Airflow processes (db migrate,
+# api-server, scheduler, dag-processor) that import much of it, and started side by side they
+# compiled the same modules each.
+PYTHON="$python" bash "$root/scripts/venv-install.sh" "$venv/bin/python" --compile-bytecode "apache-airflow==$AIRFLOW_VERSION"
 "$venv/bin/python" -c "import airflow, sys; sys.exit(airflow.__version__ != '$AIRFLOW_VERSION')"
 touch "$marker"
 echo "setup-airflow: installed apache-airflow $AIRFLOW_VERSION into $venv"

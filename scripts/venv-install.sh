@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install packages into a venv, as `pip install ARGS...` would, with uv:
 #     scripts/venv-install.sh VENV_PYTHON ARGS...    (ARGS: uv pip install's, e.g. --constraint F pkg)
-# uv is the one pinned in constraints.txt, which scripts/setup.sh installs into .venv first
-# ($UV names another).
+# VENV_PYTHON is the venv's bin/python; a venv not there yet is created first, with $PYTHON
+# (default python3.11). uv is the one pinned in constraints.txt, which scripts/setup.sh installs
+# into .venv first ($UV names another): no caller needs uv itself.
 #
 # From uv's cache first, with no network round trip; from the index when the cache lacks
 # something (a first install on a machine, a pin changed). Why: every install here is pinned
@@ -19,11 +20,14 @@ if [ "$#" -lt 2 ]; then
     exit 2
 fi
 if [ ! -x "$uv" ]; then
-    echo "scripts/venv-install.sh: no uv at $uv (scripts/setup.sh installs it into .venv; or set UV)" >&2
+    echo "scripts/venv-install.sh: no uv at $uv: run scripts/setup.sh first (it installs uv into .venv), or set UV" >&2
     exit 1
 fi
 python="$1"
 shift
+if [ ! -x "$python" ]; then
+    "$uv" venv --quiet --python "${PYTHON:-python3.11}" "$(dirname "$(dirname "$python")")"
+fi
 # the cache only: fails (installing nothing) when it lacks a package or a page; then the index
 if "$uv" pip install --quiet --offline --python "$python" "$@" 2>/dev/null; then
     exit 0

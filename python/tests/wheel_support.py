@@ -49,11 +49,10 @@ def install_into_fresh_venv(wheel: Path, venv: Path) -> Path:
     install``, done by scripts/venv-install.sh: uv, from its cache when it holds every pin: 0.7 s
     against pip's 26 s on 2 cores); the venv's bin dir. Not byte-compiled up front: what the
     tests run is compiled when first imported."""
-    uv = Path(sys.executable).parent / "uv"  # .venv's, pinned in constraints.txt (scripts/setup.sh)
-    subprocess.run([str(uv), "venv", "--quiet", "--python", "python3.11", str(venv)], check=True, timeout=300)
+    uv = Path(sys.executable).parent / "uv"  # this venv's, pinned in constraints.txt (scripts/setup.sh)
     subprocess.run(
         ["bash", str(REPO_ROOT / "scripts" / "venv-install.sh"), str(venv / "bin" / "python"),
          "--constraint", str(REPO_ROOT / "constraints.txt"), str(wheel)],
-        check=True, capture_output=True, text=True, env={**clean_env(), "UV": str(uv)}, timeout=1800,
+        check=True, capture_output=True, text=True, env={**clean_env(), "UV": str(uv), "PYTHON": "python3.11"}, timeout=1800,
     )
     return venv / "bin"
