@@ -36,12 +36,16 @@ azurite_pid=""
 sqlfluff_pid=""
 others_pid=""
 stop_behind() {
-    local pids=() pid waited
+    local pids=() pid
     for pid in "$behind_pid" "$others_pid"; do
         [ -z "$pid" ] || ! kill -INT "$pid" 2>/dev/null || pids+=("$pid")
     done
     [ -z "$sqlfluff_pid" ] || kill "$sqlfluff_pid" 2>/dev/null || true
     [ -z "$azurite_pid" ] || kill -- "-$azurite_pid" 2>/dev/null || true
+    rm -f "${sqlfluff_log:-}"
+    if [ -n "${behind_log:-}" ] && [ -s "$behind_log" ]; then
+        echo "test.sh: the output of the process behind, so far: $behind_log" >&2
+    fi
     for pid in "${pids[@]}"; do
         for _ in $(seq 50); do
             running "$pid" || break
