@@ -7,16 +7,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Start a command in the background, in a process group of its own (set -m), its pid in
+# $started_pid; the caller's redirections apply to it. Without the group, a command a script
+# starts in the background ignores SIGINT, and pytest would not stop when stop_behind (below)
+# asks it to; a group also stops as one (npm under Azurite's install).
+start_in_own_group() {
+    set -m
+    "$@" &
+    started_pid=$!
+    set +m
+}
 # A command run behind the current step: its output goes to a file, printed by `joined` when
-# it is done (the step in front keeps its own output readable). One at a time.
-# In a process group of its own (set -m): a command a script starts behind it otherwise ignores
-# SIGINT, and pytest would not stop when stop_behind (below) asks it to. Its input is /dev/null.
+# it is done (the step in front keeps its own output readable). One at a time; its input is
+# /dev/null.
 behind() {
     behind_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-tests.XXXXXX")"
-    set -m
-    "$@" >"$behind_log" 2>&1 </dev/null &
-    behind_pid=$!
-    set +m
+    start_in_own_group "$@" >"$behind_log" 2>&1 </dev/null
+    behind_pid=$started_pid
 }
 joined() {  # joined NAME: wait for the command behind, print its output; its exit status
     local status=0
@@ -66,10 +73,8 @@ trap 'exit 143' TERM
 # on the network and its files (beside lint instead, where both cores are busy, the two took
 # 86 s against lint's 44-50 s alone). Its own process group, so it stops as one, npm included.
 azurite_log="$(mktemp "${TMPDIR:-/tmp}/lakewarden-azurite.XXXXXX")"
-set -m
-bash scripts/setup-azurite.sh >"$azurite_log" 2>&1 &
-azurite_pid=$!
-set +m
+start_in_own_group bash scripts/setup-azurite.sh >"$azurite_log" 2>&1 </dev/null
+azurite_pid=$started_pid
 
 # --no-warm-up: the suite's first job process to end keeps the JVM class archive, as any first
 # run does (the suite's own long-lived sessions never write one: python/tests/conftest.py)
@@ -181,12 +186,10 @@ behind env LAKEWARDEN_START_AFTER_PID="$sqlfluff_pid" .venv/bin/pytest -m "$(sel
 unset LAKEWARDEN_SERIAL_DONE
 # the other starts now too and collects its tests beside the first; it runs its first test once
 # the serial tests are done, or the first process has ended (python/tests/conftest.py)
-# (its output printed as it comes; a process group of its own, as behind's)
-set -m
-env LAKEWARDEN_START_AFTER="$serial_done" LAKEWARDEN_START_AFTER_PID="$behind_pid" \
-    .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" </dev/null &
-others_pid=$!
-set +m
+# (its output printed as it comes)
+start_in_own_group env LAKEWARDEN_START_AFTER="$serial_done" LAKEWARDEN_START_AFTER_PID="$behind_pid" \
+    .venv/bin/pytest -m "$(selection "not serial and not embedded")" "${args[@]}" </dev/null
+others_pid=$started_pid
 sqlfluff_status=0
 wait "$sqlfluff_pid" || sqlfluff_status=$?
 sqlfluff_pid=""
