@@ -273,10 +273,16 @@ class JobContext:
     def form_for(self, rows: int | None) -> Iterator[bool]:
         """A stretch of the run in the form of the rows its queries read: at most
         :data:`~lakewarden.runtime.spark_session.SMALL_FORM_ROWS`, the small form's session
-        settings (:func:`~lakewarden.runtime.spark_session.small_form_for`) and its intermediate
-        tables held in memory (:meth:`ModelRunner.holding`); yields whether small."""
-        with small_form_for(self.spark, rows) as small, self.model_runner().holding(small):
-            yield small
+        settings (:func:`~lakewarden.runtime.spark_session.small_form_for`); at most
+        :data:`~lakewarden.runtime.spark_session.HELD_ROWS` (the small form's rows among them),
+        its intermediate tables held in memory (:meth:`ModelRunner.holding`). Yields whether
+        they are held."""
+        from lakewarden.runtime.spark_session import HELD_ROWS
+
+        with small_form_for(self.spark, rows) as small:
+            held = small or (rows is not None and rows <= HELD_ROWS)
+            with self.model_runner().holding(held):
+                yield held
 
     def build_models(
         self,

@@ -246,6 +246,13 @@ def suit_session_to_size(spark: "SparkSession", size: int | None) -> bool:
 #: at most this many rows read by a stretch of a run's queries and they take the small form
 #: (:func:`small_form_for`): about the entries of a small snapshot (:data:`SMALL_SNAPSHOT_BYTES`)
 SMALL_FORM_ROWS = 100_000
+#: at most this many rows read by a stretch and its intermediate tables are held in memory
+#: (local checkpoints, which spill to disk when memory runs short) rather than written as
+#: Parquet tables, in the large form's settings too (``JobContext.form_for``). Why: above
+#: ``SMALL_FORM_ROWS`` generated code and adaptive execution pay, but writing, committing and
+#: listing a table's files still costs each step more than its rows do. Measured (2 cores):
+#: docs/dbt-project.md, "Between the two".
+HELD_ROWS = 500_000
 
 
 @contextmanager

@@ -289,14 +289,15 @@ def mark_lifecycle(
         else:
             # each stretch of the run in the form its rows want (JobContext.form_for): the ranges
             # read, then the one pass over every entry, then what that pass found
-            with context.form_for(entries) as few:
+            with context.form_for(entries) as held:
                 context.build_models(MARK_MODELS, only_upstream_of=(NEWLY_EXPIRED,), lifecycle_reads_ranges=True, part="models", **variables)
             clock.lap("newly_expired")
             # the pass reads every entry (the session's own form), and what it finds is held in
-            # memory when the newly expired entries were few (ModelRunner.holding): the
-            # references of a few thousand objects, which the steps after it read from there
-            # (counted as they are held: the rest's form is taken from their count)
-            with context.model_runner().holding(few, counting=(REFERENCES,)):
+            # memory when the newly expired entries' stretch was (ModelRunner.holding: at most
+            # HELD_ROWS entries read): the references of a few thousand objects, which the steps
+            # after it read from there (counted as they are held: the rest's form is taken from
+            # their count)
+            with context.model_runner().holding(held, counting=(REFERENCES,)):
                 context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
             rest_rows = rows_after_references(context, entries)
             clock.lap("references")
@@ -478,16 +479,17 @@ def rows_after_references(context: JobContext, entries: int | None) -> int | Non
     every entry found, the entries of the ranges read (the report's kept ages) and the
     metarange rows (the report traces marked objects to their branches through them); None
     when a count is unknown. ``entries``: the entries of the ranges read (:func:`ranges_read`).
-    The references are counted only when the rest could be small without them. The entries
-    read are then few, so the pass's stretch held the references in memory (unless a view
-    reads them), counted by the job that computed them (ModelRunner.held_rows): no query of
-    its own (else one, which reads no file either)."""
+    The references are counted only when the rest could be held in memory without them
+    (:data:`~lakewarden.runtime.spark_session.HELD_ROWS`). The entries read are then few
+    enough that the pass's stretch held the references in memory (unless a view reads them),
+    counted by the job that computed them (ModelRunner.held_rows): no query of its own (else
+    one, which reads no file either)."""
     metaranges = context.snapshot.row_counts.get("metaranges")
     if entries is None or metaranges is None:
         return None
     known = entries + int(metaranges)
-    if known > spark_session.SMALL_FORM_ROWS:
-        return known  # the large form, whatever the pass found
+    if known > spark_session.HELD_ROWS:
+        return known  # the large form, its tables written, whatever the pass found
     references = context.model_runner().held_rows(REFERENCES)
     return (context.table(REFERENCES).count() if references is None else references) + known
 
