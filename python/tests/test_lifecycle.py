@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from lakewarden.cli import main
 from lakewarden.jobs import common as job_common
 from lakewarden.jobs import lifecycle as lifecycle_job
-from lakewarden.runtime import spark_session
+from lakewarden.runtime import compiled_models, spark_session
 from lakewarden.runtime.spark_session import small_form_for
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from lakewarden.snapshot.check import check_snapshot
@@ -146,7 +146,20 @@ def test_runs_in_sequence_delete_exactly_what_the_oracle_marks(
 
     monkeypatch.setattr(lifecycle_job, "small_form_for", recording)
     monkeypatch.setattr(job_common, "small_form_for", recording)  # JobContext.form_for's
+    # the intermediates the run holds in the session's memory (ModelRunner._hold), by view
+    held: list[str] = []
+    hold = compiled_models.ModelRunner._hold
+
+    def holding(runner: compiled_models.ModelRunner, node: Any) -> None:
+        hold(runner, node)
+        held.append(runner.relation(node.relation))
+
+    monkeypatch.setattr(compiled_models.ModelRunner, "_hold", holding)
     assert run_lc(sample.snapshot_dir, test_state_dir, dry, policy, day0, "--dry-run") == 0
+    # when the run ends, its held views go with it (JobContext.end): a long-lived session
+    # keeps no run's rows in memory
+    assert held, "a small repository's run holds its intermediates"
+    assert not set(held) & {table.name for table in spark.catalog.listTables() if table.isTemporary}, held
     # the steps up to the read decision of a snapshot small as a whole: its rows, no count asked
     counts = check_snapshot(sample.snapshot_dir, cache_dir=tmp_path / "checked").row_counts
     whole = counts["commits"] + counts["metaranges"] + counts["ranges"]

@@ -247,14 +247,17 @@ class JobContext:
 
     def end(self) -> None:
         """The run is over: what it made in the session for its own statements goes (the key
-        lists' views: :meth:`~lakewarden.runtime.compiled_models.ModelRunner.drop_key_lists`),
-        so that a long-lived session (the engine's, a notebook's) does not keep every run's."""
+        lists' views and the held intermediates' views:
+        :meth:`~lakewarden.runtime.compiled_models.ModelRunner.drop_key_lists`,
+        :meth:`~lakewarden.runtime.compiled_models.ModelRunner.drop_held`), so that a
+        long-lived session (the engine's, a notebook's) does not keep every run's."""
         if self.models is None:
             return
         try:
             self.models.drop_key_lists()
+            self.models.drop_held()
         except Exception:  # noqa: BLE001 - a session gone with the run's own error: that error is the one to see
-            log.warning("could not drop the run's key list views", exc_info=True)
+            log.warning("could not drop the run's key list and held views", exc_info=True)
 
     def model_runner(self) -> "ModelRunner":
         """This run's model runner, made on first use and kept (a node executed once is not

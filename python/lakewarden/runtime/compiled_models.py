@@ -626,6 +626,20 @@ class ModelRunner:
         for view in views:
             self.spark.catalog.dropTempView(view)
 
+    def drop_held(self) -> None:
+        """Drop the temporary views of the intermediates this runner held (:meth:`_hold`). Its
+        run calls this when it ends, after its sweep: nothing reads them after that. Their rows
+        live in the session's memory (up to
+        :data:`~lakewarden.runtime.spark_session.HELD_ROWS` rows a stretch), and a view left
+        behind would keep them there in a long-lived session (the engine's, a notebook's) until
+        a later run of the same job replaced it; once the view is gone, Spark frees them."""
+        with self._lock:
+            views = list(self._held.values())
+            self._held.clear()
+            self._held_rows.clear()
+        for view in views:
+            self.spark.catalog.dropTempView(view)
+
     def built(self, name: str) -> bool:
         """Whether this runner executed the node named ``name`` (a model or a test)."""
         return any(unique_id.rsplit(".", 1)[-1] == name for unique_id in self._done)
