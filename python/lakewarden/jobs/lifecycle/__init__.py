@@ -294,9 +294,9 @@ def mark_lifecycle(
             clock.lap("newly_expired")
             # the pass reads every entry (the session's own form), and what it finds is held in
             # memory when the newly expired entries' stretch was (ModelRunner.holding: at most
-            # HELD_ROWS entries read): the references of a few thousand objects, which the steps
-            # after it read from there (counted as they are held: the rest's form is taken from
-            # their count)
+            # HELD_ROWS entries read): the references of those entries' paths and objects, which
+            # the steps after it read from there (counted as they are held: the rest's form is
+            # taken from their count)
             with context.model_runner().holding(held, counting=(REFERENCES,)):
                 context.build_models(MARK_MODELS, only_upstream_of=(REFERENCES,), lifecycle_reads_ranges=True, part="models", **variables)
             rest_rows = rows_after_references(context, entries)
