@@ -9,10 +9,24 @@ finds nothing and the second finds exactly the addresses slipped in."""
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
+from unittest import mock
 
 from pyspark.sql import SparkSession
+
+
+@contextmanager
+def held_views_kept() -> Iterator[None]:
+    """Runs within the block keep the views of the intermediates they held when they end (a
+    run drops them: ModelRunner.drop_held), so that :func:`safety_verdicts` and
+    :func:`with_held_intermediates` read this run's rows afterwards, not a table an earlier
+    test's run left under the same name."""
+    from lakewarden.runtime.compiled_models import ModelRunner
+
+    with mock.patch.object(ModelRunner, "drop_held", lambda runner: None):
+        yield
 
 
 def safety_verdicts(
@@ -25,7 +39,8 @@ def safety_verdicts(
     mart: str,
     slipped_in: set[str],
 ) -> tuple[list[str], list[str]]:
-    """(offending addresses on the honest mart, offending addresses on the tampered one)."""
+    """(offending addresses on the honest mart, offending addresses on the tampered one). The
+    job's run must have kept its held views (:func:`held_views_kept`)."""
     from lakewarden.runtime.compiled_models import compile_selection
 
     honest_table = spark.table(f"lakewarden.{mart}")

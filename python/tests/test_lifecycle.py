@@ -468,13 +468,14 @@ def test_the_safety_test_catches_protected_addresses_in_the_mark(spark, test_sta
     (neither among the objects whose references the job gathered), objects the job gathered and
     kept for a staged entry or an uncovered path, and nothing in the honest mark."""
     from lakewarden.jobs.lifecycle import MARK_MODELS
-    from safety_tamper import safety_verdicts, with_held_intermediates
+    from safety_tamper import held_views_kept, safety_verdicts, with_held_intermediates
 
     # a repository of its own: the module's sample has runs of other tests in the shared state
     sample = generate(tmp_path / "repo", SampleConfig(seed=12, entries=600))
     report = tmp_path / "report"
     now = sample.end + timedelta(days=1)
-    assert run_lc(sample.snapshot_dir, test_state_dir, report, POLICY, now, "--dry-run") == 0
+    with held_views_kept():  # the verdicts below read the run's held intermediates
+        assert run_lc(sample.snapshot_dir, test_state_dir, report, POLICY, now, "--dry-run") == 0
     run_id = summary(report)["run_id"]
     protected = spark.sql(
         """
