@@ -32,6 +32,7 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 STARTED = time.perf_counter()
 
@@ -194,6 +195,42 @@ def _parse_branch_days(items: list[str]) -> dict[str, int]:
     return out
 
 
+class Counted(NamedTuple):
+    active: int  # active commits
+    commits: int
+    marked: int  # addresses marked
+    walk_seconds: float  # the tables read and the active commits walked
+    query_seconds: float
+
+
+def count_marked(
+    spark, snapshot: Path, now: datetime, default_days: int, branch_days: dict[str, int], retain_tags: bool = True
+) -> Counted:
+    """The baseline's work on ``spark``: the snapshot's tables read where they are, the active
+    commits walked in Python, then the one query. Its tables are temporary views of ``spark``:
+    where other code shares the JVM (the test suite's session), give it a session of its own
+    (``SparkSession.newSession()``)."""
+    started = time.perf_counter()
+    namespace = json.loads((snapshot / "repository.json").read_text())["storage_namespace"].rstrip("/")
+    for name, ddl in DDL.items():
+        frame = _read(spark, snapshot, name, ddl)
+        if name == "branches" and "hidden" not in frame.columns:
+            frame = frame.selectExpr("*", "false as hidden")
+        frame.createOrReplaceTempView(name)
+
+    commits = {
+        row.commit_id: (_utc(row.creation_date), list(row.parents or []), int(row.version or 0))
+        for row in spark.table("commits").select("commit_id", "creation_date", "parents", "version").collect()
+    }
+    branches = [(row.branch_id, row.commit_id) for row in spark.table("branches").collect()]
+    tags = [row.commit_id for row in spark.table("tags").collect()] if retain_tags else []
+    active = active_commits(commits, branches, tags, now, default_days, branch_days)
+    spark.createDataFrame([(c,) for c in sorted(active)], "commit_id string").createOrReplaceTempView("active")
+    walked = time.perf_counter()
+    marked = spark.sql(COUNT_SQL.format(namespace=namespace.replace("'", "''"))).collect()[0]["marked"]
+    return Counted(len(active), len(commits), int(marked), walked - started, time.perf_counter() - walked)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--snapshot", type=Path, required=True, help="repository snapshot directory (docs/contract.md section 2)")
@@ -206,7 +243,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     now = _parse_now(args.now)
     snapshot = args.snapshot.resolve()
-    namespace = json.loads((snapshot / "repository.json").read_text())["storage_namespace"].rstrip("/")
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -222,29 +258,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     spark.sparkContext.setLogLevel("ERROR")
     spark_started = time.perf_counter()
-    for name, ddl in DDL.items():
-        frame = _read(spark, snapshot, name, ddl)
-        if name == "branches" and "hidden" not in frame.columns:
-            frame = frame.selectExpr("*", "false as hidden")
-        frame.createOrReplaceTempView(name)
-
-    commits = {
-        row.commit_id: (_utc(row.creation_date), list(row.parents or []), int(row.version or 0))
-        for row in spark.table("commits").select("commit_id", "creation_date", "parents", "version").collect()
-    }
-    branches = [(row.branch_id, row.commit_id) for row in spark.table("branches").collect()]
-    tags = [] if args.no_retain_tags else [row.commit_id for row in spark.table("tags").collect()]
-    active = active_commits(commits, branches, tags, now, args.default_days, _parse_branch_days(args.branch_days))
-    spark.createDataFrame([(c,) for c in sorted(active)], "commit_id string").createOrReplaceTempView("active")
-    walked = time.perf_counter()
-
-    marked = spark.sql(COUNT_SQL.format(namespace=namespace.replace("'", "''"))).collect()[0]["marked"]
-    done = time.perf_counter()
+    counted = count_marked(
+        spark, snapshot, now, args.default_days, _parse_branch_days(args.branch_days), retain_tags=not args.no_retain_tags
+    )
     spark.stop()
-    print(f"active commits {len(active)} of {len(commits)}")
-    print(f"marked {marked}")
-    print(f"seconds: spark start {spark_started - STARTED:.1f}, active commits {walked - spark_started:.1f}, "
-          f"query {done - walked:.1f}, total {time.perf_counter() - STARTED:.1f}")
+    print(f"active commits {counted.active} of {counted.commits}")
+    print(f"marked {counted.marked}")
+    print(f"seconds: spark start {spark_started - STARTED:.1f}, active commits {counted.walk_seconds:.1f}, "
+          f"query {counted.query_seconds:.1f}, total {time.perf_counter() - STARTED:.1f}")
     return 0
 
 
