@@ -25,7 +25,9 @@ from lakewarden.inventories.common import read_cloud_inventory
 from lakewarden.inventory import Considered, read_inventory
 from test_inventory import write_inventory
 
-pytestmark = pytest.mark.spark
+# on the session of scripts/test.sh's second pytest process (conftest.py): with the benchmark
+# smoke test's two JVMs gone from it, that process was the shorter of the two
+pytestmark = [pytest.mark.spark, pytest.mark.second_process]
 
 BUCKET = "source-bucket"
 NS = f"s3://{BUCKET}/repo/ns"
