@@ -64,6 +64,10 @@ def run_script(script: str, **values: Path) -> dict:
     prelude = "import json\nfrom pathlib import Path\n" + "".join(f"{name} = Path({str(value)!r})\n" for name, value in values.items())
     env = {key: value for key, value in os.environ.items() if not key.startswith("LAKEWARDEN_")}
     env["LAKEWARDEN_PROGRESS"] = "off"
+    # no JVM class archive kept at exit: on a fresh machine this process could be the suite's
+    # first to end after starting a JVM, and keeping the archive then took it 29 s, not 7
+    # (lakewarden.runtime.jvm_classes; test_jvm_classes.py tests the archive itself)
+    env["LAKEWARDEN_JVM_CACHE"] = "off"
     result = subprocess.run([sys.executable, "-c", prelude + script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
