@@ -44,7 +44,7 @@ def spark(test_state_dir: Path):
     # matters when the other pytest process runs beside this one on 2 cores.
     # It uses the JVM class archive when one is kept, and never writes one: a JVM that writes pays
     # for it as it runs and stops (spark_session.class_archive), and this one runs for the whole
-    # suite. On a fresh machine the first job process that ends writes it, as a user's first run.
+    # suite. On a fresh machine none is kept during the suite (scripts/test.sh, --no-warm-up).
     session = get_or_create(test_state_dir, app_name="lakewarden-tests", master="local[2]", jit="quick", write_archive=False)
     yield session
     session.stop()
