@@ -50,7 +50,12 @@ from busy_history import HistoryShape, busy_history, history_dir  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 BASELINE = Path(__file__).resolve().parent / "plain_pyspark_committed_gc.py"
-RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retention_days": 30}]}
+#: the benchmark's retention: the baseline's --default-days and --branch-days (count_marked's
+#: arguments), and lakewarden's rules file (RULES)
+DEFAULT_DAYS = 7
+BRANCH_DAYS = {"main": 30}
+RULES = {"default_retention_days": DEFAULT_DAYS,
+         "branches": [{"branch_id": branch, "retention_days": days} for branch, days in BRANCH_DAYS.items()]}
 TARGET_RATIO = 1.5
 TARGET_RSS_GROWTH = 1.5
 
@@ -67,7 +72,8 @@ def _entries(text: str) -> list[int]:
 
 def run_baseline(snapshot: Path, now: str) -> tuple[ProcessRun, int]:
     command = [sys.executable, str(BASELINE), "--snapshot", str(snapshot), "--now", now,
-               "--default-days", str(RULES["default_retention_days"])]
+               "--default-days", str(DEFAULT_DAYS),
+               *[option for branch, days in BRANCH_DAYS.items() for option in ("--branch-days", f"{branch}={days}")]]
     run = run_measured(command, env=child_env())
     if run.returncode != 0:
         fail("baseline", run)

@@ -80,10 +80,10 @@ def test_plain_pyspark_baseline_marks_what_lakewarden_marks(spark, tmp_path: Pat
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps(committed_gc.RULES))
     now = sample.end + timedelta(days=1)
-    # the benchmark's rules, as the baseline's command line gives them (committed_gc.run_baseline)
-    branch_days = {branch["branch_id"]: branch["retention_days"] for branch in committed_gc.RULES["branches"]}
     # a session of its own: the baseline's tables are temporary views named commits, ranges, ...
-    counted = baseline.count_marked(spark.newSession(), sample.snapshot_dir, now, committed_gc.RULES["default_retention_days"], branch_days)
+    counted = baseline.count_marked(
+        spark.newSession(), sample.snapshot_dir, now, committed_gc.DEFAULT_DAYS, committed_gc.BRANCH_DAYS
+    )
     run = tmp_path / "run"
     outcome = gc_committed(RunOptions(snapshot=sample.snapshot_dir, now=now, dry_run=True, state=run / "state", report=run / "report"),
                            CommittedGcOptions(rules=rules))
