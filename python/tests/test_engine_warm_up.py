@@ -4,7 +4,6 @@ and a job run after it marks what it must (the lifecycle oracle's answer)."""
 
 from __future__ import annotations
 
-import csv
 import json
 from datetime import timedelta
 from pathlib import Path
@@ -16,6 +15,7 @@ from lakewarden.engine.warm_up import POLICY, warm_up
 from lakewarden.sample import SampleConfig, generate
 from lifecycle_oracle import lifecycle_marked
 from oracles import Snapshot
+from report_files import marked
 
 # second_process: on the session of scripts/test.sh's second pytest process (conftest.py), as
 # an engine's warm-up runs on the engine's one session. It ran in a Python process of its own
@@ -31,11 +31,9 @@ def test_warm_up_runs_every_kind_of_run_and_changes_no_later_run(spark, tmp_path
 
     now = sample.end + timedelta(days=1)
 
-    def marked(state: Path) -> set[str]:
+    def marked_by_a_run(state: Path) -> set[str]:
         run = RunOptions(snapshot=sample.snapshot_dir, now=now, dry_run=True, state=state, report=state / "report")
-        report = lifecycle(run, LifecycleOptions(policy=policy)).report
-        with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-            return {row["physical_address"] for row in csv.DictReader(handle)}
+        return marked(lifecycle(run, LifecycleOptions(policy=policy)).report)
 
     # what a run marks without a warm-up before it: the oracle's answer (test_lifecycle.py holds
     # every run to it), not a run of its own
@@ -43,7 +41,7 @@ def test_warm_up_runs_every_kind_of_run_and_changes_no_later_run(spark, tmp_path
     lines: list[str] = []
     # one incremental/no-op pair, on a small sample: the same runs as the engine's, quicker
     done = warm_up(tmp_path / "scratch", rounds=1, entries=600, say=lines.append)
-    after = marked(tmp_path / "after")
+    after = marked_by_a_run(tmp_path / "after")
     # gc committed; lifecycle full, incremental, no-op; gc uncommitted clean, optimized, no-op
     assert (done.runs, done.failed) == (7, 0), lines
     assert [line.split(" in ")[0] for line in lines] == [

@@ -20,6 +20,7 @@ from lakewarden.cli import main
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from model_forms import large_repository_forms
 from oracles import Snapshot, committed_gc_active, committed_gc_marked, local_file
+from report_files import address_rows
 from test_commit_graph import MAIN_AND_FEATURE, MAIN_ONLY
 
 pytestmark = pytest.mark.spark
@@ -29,11 +30,6 @@ RULES = {"default_retention_days": 7, "branches": [{"branch_id": "main", "retent
 
 def rfc3339(moment) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def read_addresses(report: Path) -> list[dict[str, str]]:
-    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
 
 
 def run_gc(sample: SampleRepository, state: Path, report: Path, *extra: str, rules: dict | None = RULES) -> int:
@@ -60,7 +56,7 @@ def test_dry_run_marks_exactly_what_the_oracle_marks_then_sweep_deletes_only_tha
 
     snapshot = Snapshot.read(sample.snapshot_dir)
     expected = committed_gc_marked(snapshot, now, RULES)
-    rows = read_addresses(report)
+    rows = address_rows(report)
     assert [r["address"] for r in rows] == sorted(r["address"] for r in rows), "addresses.csv must be sorted"
     marked = {r["physical_address"] for r in rows}
     assert marked == expected
@@ -112,7 +108,7 @@ def test_rerun_with_the_same_inputs_reuses_the_mark_and_a_changed_active_set_doe
     assert [name for name, _ in again["phase_seconds"]] == ["rules_and_commits", "tests_report_and_outputs"]
     assert all(seconds >= 0 for _, seconds in first["phase_seconds"])
     key = lambda row: row["address"]  # noqa: E731
-    assert sorted(read_addresses(tmp_path / "again"), key=key) == sorted(read_addresses(tmp_path / "first"), key=key)
+    assert sorted(address_rows(tmp_path / "again"), key=key) == sorted(address_rows(tmp_path / "first"), key=key)
     assert again["num_marked"] == first["num_marked"] and again["active_commits"] == first["active_commits"]
 
     later = rfc3339(sample.end + timedelta(days=3650))
@@ -125,7 +121,7 @@ def test_rerun_with_the_same_inputs_reuses_the_mark_and_a_changed_active_set_doe
 def test_without_rules_nothing_expires(spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path) -> None:
     report = tmp_path / "report"
     assert run_gc(sample, test_state_dir, report, "--now", rfc3339(sample.end + timedelta(days=3650)), "--dry-run", rules=None) == 0
-    assert read_addresses(report) == []
+    assert address_rows(report) == []
     assert json.loads((report / "summary.json").read_text())["expired_commits"] == 0
 
 
@@ -223,7 +219,7 @@ def test_property_random_histories_never_mark_live_objects(
         extra = [] if retain_tags else ["--no-retain-tags"]
         assert run_gc(sample, test_state_dir, workdir / "report", "--now", rfc3339(now), "--dry-run", *extra, rules=rules) == 0
         snapshot = Snapshot.read(sample.snapshot_dir)
-        marked = {r["physical_address"] for r in read_addresses(workdir / "report")}
+        marked = {r["physical_address"] for r in address_rows(workdir / "report")}
         active = committed_gc_active(snapshot, now, rules, retain_tags)
         assert set(snapshot.branches.values()) <= active
         live = snapshot.addresses_of(active) | snapshot.staged_addresses()
@@ -314,7 +310,7 @@ def run_example(snapshot: Path, state: Path, report: Path, rules: dict) -> tuple
     assert code == 0
     with open(report / "commits.csv", newline="", encoding="utf-8") as handle:
         is_active = {row["commit_id"]: row["is_active"].strip().lower() == "true" for row in csv.DictReader(handle)}
-    return is_active, {row["address"] for row in read_addresses(report)}
+    return is_active, {row["address"] for row in address_rows(report)}
 
 
 def test_design_example_1_main_only_through_the_cli(spark, test_state_dir: Path, tmp_path: Path) -> None:

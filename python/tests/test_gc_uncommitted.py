@@ -4,7 +4,6 @@ Clean and optimized runs, the subset property over random histories, bad input, 
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -24,22 +23,10 @@ from lakewarden.jobs import gc_uncommitted
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from model_forms import large_repository_forms
 from oracles import Snapshot, local_file, local_storage, gc_uncommitted_marked
+from report_files import address_rows, marked, summary
 from test_gc_uncommitted_support import Repo, rfc3339
 
 pytestmark = pytest.mark.spark
-
-
-def read_addresses(report: Path) -> list[dict[str, str]]:
-    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
-def marked(report: Path) -> set[str]:
-    return {row["physical_address"] for row in read_addresses(report)}
-
-
-def summary(report: Path) -> dict[str, Any]:
-    return json.loads((report / "summary.json").read_text())
 
 
 def run_uc(snapshot: Path, state: Path, report: Path, now: datetime, *extra: str) -> int:
@@ -74,7 +61,7 @@ def test_clean_run_deletes_exactly_the_oracle_set(spark, test_state_dir: Path, s
 
     report = tmp_path / "report"
     assert run_uc(sample.snapshot_dir, test_state_dir, report, now, "--clean") == 0  # marks, then sweeps
-    rows = read_addresses(report)
+    rows = address_rows(report)
     assert [r["address"] for r in rows] == sorted(r["address"] for r in rows)
     assert {r["physical_address"] for r in rows} == expected
     assert all(r["address_type"] == "RELATIVE" and r["physical_address"].endswith("/" + r["address"]) for r in rows)
@@ -183,7 +170,7 @@ def test_optimized_run_after_new_commits_and_uploads(spark, test_state_dir: Path
     assert result["newly_read_ranges"] == 3 < result["listed_ranges"]  # only the three new commits' ranges
     assert result["new_commits"] == 3
     assert marked(second) == expected
-    sources = {row["physical_address"].rsplit("/", 1)[-1]: row["candidate_source"] for row in read_addresses(second)}
+    sources = {row["physical_address"].rsplit("/", 1)[-1]: row["candidate_source"] for row in address_rows(second)}
     assert sources[lost.rsplit("/", 1)[-1]] == "previous_uncommitted"
     assert sources[dropped.rsplit("/", 1)[-1]] == "previous_uncommitted"
     assert sources[new_lost.rsplit("/", 1)[-1]] == "created_since_previous_run"
@@ -613,7 +600,7 @@ def test_s3_namespace_listed_marked_and_swept(spark, test_state_dir: Path, tmp_p
     context = start_job(run_options_from_args(args), gc_uncommitted.JOB)
     options = s3_options(s3_endpoint)
     result = gc_uncommitted.mark_uncommitted(context, min_age=timedelta(0), clean=True, report_dir=args.report, s3_options=options)
-    assert {r["address"] for r in read_addresses(result.report.directory)} == set(abandoned)
+    assert {r["address"] for r in address_rows(result.report.directory)} == set(abandoned)
     outcome = sweep_report(spark, result.report.directory, deleter_options=options)
     assert outcome.num_deleted == len(abandoned) and outcome.num_failed == 0
     assert list_keys(s3_endpoint, bucket) == {f"repo/ns/{k}" for k in repo.uploads} | {"repo/ns/_lakefs/meta", "other/outside-ns"}

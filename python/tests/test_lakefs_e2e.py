@@ -9,7 +9,6 @@ expected answers come from the fake (what lakeFS's GC computes), never from lake
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 from fake_lakefs import SCENARIO_NOW, LocalNamespace, S3Namespace, Scenario, build_scenario, use_scenario_credentials
 from lakewarden.cli import main
+import report_files
 from test_sweep_support import S3_ENV, moto_endpoint, new_bucket, s3_client_for
 
 pytestmark = pytest.mark.spark
@@ -27,11 +27,6 @@ NOW = SCENARIO_NOW.isoformat().replace("+00:00", "Z")
 @pytest.fixture
 def creds(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     use_scenario_credentials(monkeypatch, tmp_path)
-
-
-def _marked(report: Path) -> set[str]:
-    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        return {row["address"] for row in csv.DictReader(handle)}
 
 
 def _extract(scenario: Scenario, endpoint: str, out: Path, *extra: str) -> None:
@@ -78,7 +73,7 @@ def _check_jobs_on(
     report = tmp_path / "uncommitted"
     code = _job("gc", "uncommitted", "--snapshot", str(snapshot), "--state", state, "--report", str(report), *extra)
     assert code == 0, capsys.readouterr().err
-    marked = _marked(report)
+    marked = report_files.marked(report, "address")
     assert marked == scenario.abandoned
     assert not marked & {addr["X1"], addr["D1"], addr["B2"], "dummy"}
 
@@ -88,7 +83,7 @@ def _check_jobs_on(
     report = tmp_path / "committed"
     code = _job("gc", "committed", "--snapshot", str(snapshot), "--state", state, "--rules", str(rules), "--report", str(report), *extra)
     assert code == 0, capsys.readouterr().err
-    marked = _marked(report)
+    marked = report_files.marked(report, "address")
     assert scenario.committed_marked == {addr["A1"], addr["F1"]}  # the scenario is what it says
     assert marked == scenario.committed_marked
     assert addr["A2"] not in marked  # only M's main parent (m2, the LAST of [s1, m2]) holds it
@@ -101,7 +96,7 @@ def _check_jobs_on(
     code = _job("gc", "committed", "--lakefs-endpoint", endpoint, "--repo", scenario.fake.repo_id, "--state", state,
                 "--rules", str(rules), "--report", str(report), "--cache-dir", str(tmp_path / "range-cache"), *extra)
     assert code == 0, capsys.readouterr().err
-    assert _marked(report) == scenario.committed_marked
+    assert report_files.marked(report, "address") == scenario.committed_marked
 
 
 def test_s3_repository_runs_every_job(
@@ -131,14 +126,14 @@ def test_s3_repository_runs_every_job(
     code = _job("gc", "committed", "--snapshot", str(snapshot), "--state", state, "--rules", str(rules),
                 "--report", str(tmp_path / "committed"))
     assert code == 0, capsys.readouterr().err
-    assert _marked(tmp_path / "committed") == scenario.committed_marked
+    assert report_files.marked(tmp_path / "committed", "address") == scenario.committed_marked
 
     # The S3 server stamps objects with its own (current) clock, later than the scenario's: every
     # object is younger than --min-age there, so nothing is old enough to mark.
     code = _job("gc", "uncommitted", "--snapshot", str(snapshot), "--state", state, *s3_args,
                 "--report", str(tmp_path / "uncommitted"))
     assert code == 0, capsys.readouterr().err
-    assert _marked(tmp_path / "uncommitted") <= scenario.abandoned
+    assert report_files.marked(tmp_path / "uncommitted", "address") <= scenario.abandoned
 
     policy = tmp_path / "policy.json"
     policy.write_text(json.dumps({"csv": {"prefix": "a", "days": 30, "enabled": True, "branch_days": {"dev": 60}}}))

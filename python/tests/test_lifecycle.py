@@ -29,6 +29,7 @@ from lakewarden.state_tables import table_location
 from lifecycle_oracle import lifecycle_marked, surviving_physicals
 from model_forms import large_repository_forms
 from oracles import Snapshot, local_file
+from report_files import address_rows, marked, summary
 from test_gc_uncommitted_support import START, Repo, rfc3339
 
 pytestmark = pytest.mark.spark
@@ -43,22 +44,9 @@ def run_lc(snapshot: Path, state: Path, report: Path, policy: dict | str, now: d
     return main([*args, "--report", str(report), "--now", rfc3339(now), *extra])
 
 
-def read_rows(report: Path) -> list[dict[str, str]]:
-    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
-def marked(report: Path) -> set[str]:
-    return {row["physical_address"] for row in read_rows(report)}
-
-
 def state_files(state: Path, table: str) -> set[Path]:
     """The Parquet files of a state table (lakewarden.state_tables)."""
     return set(table_location(state, table).glob("*.parquet"))
-
-
-def summary(report: Path) -> dict[str, Any]:
-    return json.loads((report / "summary.json").read_text())
 
 
 def cutoffs(policy: dict, now: datetime) -> dict[tuple[str, str | None], datetime]:
@@ -77,7 +65,7 @@ def cutoffs(policy: dict, now: datetime) -> dict[tuple[str, str | None], datetim
 
 
 def assert_matches_oracle(report: Path, expected: dict[str, dict[str, list[str]]]) -> None:
-    rows = read_rows(report)
+    rows = address_rows(report)
     assert [r["address"] for r in rows] == sorted(r["address"] for r in rows), "addresses.csv must be sorted"
     assert {r["physical_address"] for r in rows} == set(expected)
     for row in rows:

@@ -4,7 +4,6 @@ oracles; a real run sweeps; bad options raise BadInput before anything starts; n
 
 from __future__ import annotations
 
-import csv
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -23,6 +22,7 @@ from lakewarden.api import (
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from lifecycle_oracle import lifecycle_marked
 from oracles import Snapshot, committed_gc_marked, gc_uncommitted_marked, local_file, local_storage
+from report_files import marked
 
 # on the session of scripts/test.sh's second pytest process (conftest.py): the first is the longer
 # of the two again since the warm-up's end-to-end test runs once, beside the wheel's demo
@@ -47,11 +47,6 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (directory / "rules.json").write_text(json.dumps(RULES))
     (directory / "policy.json").write_text(json.dumps(POLICY))
     return {"rules": directory / "rules.json", "policy": directory / "policy.json"}
-
-
-def marked(report: Path) -> set[str]:
-    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        return {row["physical_address"] for row in csv.DictReader(handle)}
 
 
 def test_each_job_through_the_api_marks_what_the_oracles_mark(

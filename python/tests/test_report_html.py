@@ -6,7 +6,6 @@ leaving the page and without overlapping labels."""
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import shutil
@@ -25,6 +24,7 @@ from lakewarden.reports.page import write_report_html
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from lakewarden.snapshot.scan import CommitIndex, batches
 from lakewarden.sweep.result import OUTCOME_COUNTS
+from report_files import address_rows, summary as summary_of
 
 pytestmark = pytest.mark.spark
 
@@ -63,15 +63,6 @@ def runs(spark, test_state_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     return reports
 
 
-def summary_of(report: Path) -> dict:
-    return json.loads((report / "summary.json").read_text())
-
-
-def marked_rows(report: Path) -> list[dict[str, str]]:
-    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
 def total_of(figures_rows: list[tuple[str, Group]]) -> Group:
     return Group(sum(g.objects for _, g in figures_rows), sum(g.bytes for _, g in figures_rows))
 
@@ -79,7 +70,7 @@ def total_of(figures_rows: list[tuple[str, Group]]) -> Group:
 def branches_by_reading_the_snapshot(report: Path, snapshot: Path) -> dict[str, Group]:
     """The oracle for by-branch: a marked address counts once under each branch reaching a
     commit that lists a range holding it, read from the snapshot with pyarrow (as explain does)."""
-    sizes = {row["address"]: int(row["size_bytes"]) for row in marked_rows(report)}
+    sizes = {row["address"]: int(row["size_bytes"]) for row in address_rows(report)}
     range_branches = CommitIndex(snapshot).range_branches()
     found: dict[str, set[str]] = defaultdict(set)
     for data in batches(snapshot, "ranges", ["range_id", "address"]):
@@ -99,7 +90,7 @@ def test_figures_agree_with_the_report_and_the_snapshot(runs: dict[str, Path], n
     summary = summary_of(report)
     figures = read_figures(report)
     assert isinstance(figures, Figures)
-    rows = marked_rows(report)
+    rows = address_rows(report)
     assert summary["num_marked"] > 0 and len(rows) == summary["num_marked"]
     total = Group(len(rows), sum(int(row["size_bytes"]) for row in rows))
     assert figures.total == total == Group(summary["num_marked"], summary["bytes_marked"])

@@ -46,6 +46,7 @@ import pytest
 
 from fake_lakefs import SCENARIO_NOW, LocalNamespace, Namespace, Scenario, build_scenario, use_scenario_credentials
 from lakewarden.cli import main
+from report_files import marked, summary
 from store_emulators import AZURITE_KEY
 import sweep_holding
 from store_worlds import World, endpoint, make_world
@@ -143,15 +144,6 @@ def make_store(kind: str, server: Callable[[str], str], tmp_path: Path, spark: A
     return Store(kind, namespace, ["--gcs-endpoint", world.endpoint], world_keys, world=world)
 
 
-def marked(report: Path) -> set[str]:
-    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        return {row["address"] for row in csv.DictReader(handle)}
-
-
-def summary(report: Path) -> dict[str, Any]:
-    return json.loads((report / "summary.json").read_text(encoding="utf-8"))
-
-
 def deleted_records(report: Path) -> Counter[str]:
     """How many times each address is recorded deleted, over every sweep of the report."""
     counts: Counter[str] = Counter()
@@ -224,7 +216,7 @@ def test_every_job_on_every_store(
                  "--now", two_days_on, "--dry-run", "--clean", *store.args])
     assert code == 0, capsys.readouterr().err
     expected_uncommitted = scenario.abandoned | {addr["abandoned-young"]}
-    assert marked(uncommitted) == expected_uncommitted
+    assert marked(uncommitted, "address") == expected_uncommitted
     assert expected_uncommitted <= before
     if kind in ("azure", "gcs"):
         _check_cloud_inventory(store, snapshot, state, written, two_days_on, expected_uncommitted, tmp_path, capsys)
@@ -236,7 +228,7 @@ def test_every_job_on_every_store(
     code = main(["gc", "committed", "--snapshot", str(snapshot), "--state", state, "--rules", str(rules),
                  "--report", str(committed), "--now", COMMITTED_NOW, "--dry-run", *store.args])
     assert code == 0, capsys.readouterr().err
-    assert marked(committed) == scenario.committed_marked == {addr["A1"], addr["F1"]}
+    assert marked(committed, "address") == scenario.committed_marked == {addr["A1"], addr["F1"]}
     assert store.keys() == before, "a dry run deletes nothing"
 
     # explain: A1 is a.csv of m1 (and of the deleted branch's of1 on top of it); an abandoned
@@ -375,7 +367,7 @@ def _check_cloud_inventory(
     code = main(["gc", "uncommitted", "--snapshot", str(snapshot), "--state", state, "--report", str(out), "--now", now,
                  "--dry-run", "--clean", "--inventory", fresh, *store.args])
     assert code == 0, capsys.readouterr().err
-    assert marked(out) == expected
+    assert marked(out, "address") == expected
     assert summary(out)["inventory"] == fresh
 
     stale = report(clock - timedelta(hours=25), "stale")

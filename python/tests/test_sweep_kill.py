@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 import sweep_holding
+from report_files import summary
 from test_sweep import read_outcomes_csv, write_report
 from test_sweep_support import S3_ENV, list_keys, moto_endpoint, new_bucket, put_keys, wait_held
 
@@ -91,10 +92,6 @@ def kill(process: subprocess.Popen[str]) -> None:
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL
-
-
-def summary(report: Path) -> dict[str, Any]:
-    return json.loads((report / "summary.json").read_text(encoding="utf-8"))
 
 
 def records(report: Path) -> list[dict[str, Any]]:

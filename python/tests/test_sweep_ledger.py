@@ -11,20 +11,12 @@ from typing import Any
 import pytest
 
 from lakewarden.cli import main
+from report_files import marked, summary
 from test_gc_uncommitted_support import Repo, rfc3339
 
 pytestmark = pytest.mark.spark
 
 POLICY = {"logs": {"prefix": "logs/", "days": 10}}
-
-
-def summary(report: Path) -> dict[str, Any]:
-    return json.loads((report / "summary.json").read_text())
-
-
-def marked(report: Path) -> set[str]:
-    lines = (report / "addresses.csv").read_text(encoding="utf-8").splitlines()[1:]
-    return {line.split(",")[2] for line in lines}
 
 
 def lifecycle(repo: Repo, state: Path, report: Path, *extra: str) -> int:
