@@ -14,7 +14,6 @@ tested."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -31,6 +30,7 @@ import pytest
 from lakewarden.sample import SampleConfig, generate
 from lifecycle_oracle import lifecycle_marked
 from oracles import Snapshot
+from report_files import address_rows
 from wheel_support import clean_env, installed_wheel
 
 pytestmark = [pytest.mark.cluster]
@@ -153,8 +153,7 @@ def submit_command(master: str, state: Path, bin_dir: Path) -> list[str]:
 
 def marked(report: Path) -> dict[str, tuple[list[str], list[str]]]:
     """physical address -> (paths, matched rules), as addresses.csv lists them."""
-    with open(report / "addresses.csv", newline="", encoding="utf-8") as handle:
-        return {row["physical_address"]: (row["paths"].split(";"), row["matched_rules"].split(";")) for row in csv.DictReader(handle)}
+    return {row["physical_address"]: (row["paths"].split(";"), row["matched_rules"].split(";")) for row in address_rows(report)}
 
 
 def test_lifecycle_on_two_workers_marks_what_the_oracle_marks(cluster: Cluster, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
