@@ -30,7 +30,7 @@ import pytest
 from lakewarden.sample import SampleConfig, generate
 from lifecycle_oracle import lifecycle_marked
 from oracles import Snapshot
-from report_files import address_rows
+import report_files
 from wheel_support import clean_env, installed_wheel
 
 pytestmark = [pytest.mark.cluster]
@@ -153,7 +153,7 @@ def submit_command(master: str, state: Path, bin_dir: Path) -> list[str]:
 
 def marked(report: Path) -> dict[str, tuple[list[str], list[str]]]:
     """physical address -> (paths, matched rules), as addresses.csv lists them."""
-    return {row["physical_address"]: (row["paths"].split(";"), row["matched_rules"].split(";")) for row in address_rows(report)}
+    return {row["physical_address"]: (row["paths"].split(";"), row["matched_rules"].split(";")) for row in report_files.address_rows(report)}
 
 
 def test_lifecycle_on_two_workers_marks_what_the_oracle_marks(cluster: Cluster, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -179,7 +179,7 @@ def test_lifecycle_on_two_workers_marks_what_the_oracle_marks(cluster: Cluster, 
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800,
     )
     assert result.returncode == 0, result.stderr[-4000:]
-    summary = json.loads((report / "summary.json").read_text())
+    summary = report_files.summary(report)
     assert summary["success"] is True and summary["num_marked"] == len(expected)
     assert marked(report) == expected
     assert (report / "report.html").is_file()

@@ -20,7 +20,7 @@ from lakewarden.cli import main
 from lakewarden.sample import SampleConfig, SampleRepository, generate
 from model_forms import large_repository_forms
 from oracles import Snapshot, committed_gc_active, committed_gc_marked, local_file
-from report_files import address_rows
+import report_files
 from test_commit_graph import MAIN_AND_FEATURE, MAIN_ONLY
 
 pytestmark = pytest.mark.spark
@@ -56,7 +56,7 @@ def test_dry_run_marks_exactly_what_the_oracle_marks_then_sweep_deletes_only_tha
 
     snapshot = Snapshot.read(sample.snapshot_dir)
     expected = committed_gc_marked(snapshot, now, RULES)
-    rows = address_rows(report)
+    rows = report_files.address_rows(report)
     assert [r["address"] for r in rows] == sorted(r["address"] for r in rows), "addresses.csv must be sorted"
     marked = {r["physical_address"] for r in rows}
     assert marked == expected
@@ -66,7 +66,7 @@ def test_dry_run_marks_exactly_what_the_oracle_marks_then_sweep_deletes_only_tha
     live = snapshot.addresses_of(active) | snapshot.staged_addresses()
     assert not marked & live, "a live object was marked"
 
-    summary = json.loads((report / "summary.json").read_text())
+    summary = report_files.summary(report)
     assert summary["success"] is True and summary["dry_run"] is True
     assert summary["num_marked"] == len(expected) and summary["num_deleted"] == 0
     assert summary["active_commits"] == len(active)
@@ -85,7 +85,7 @@ def test_dry_run_marks_exactly_what_the_oracle_marks_then_sweep_deletes_only_tha
         assert local_file(uri).exists(), f"live object deleted: {uri}"
     assert (sample.namespace_path / "_lakefs" / "dummy-metarange").exists()
     assert all(p.exists() for p in sample.external_path.iterdir())
-    swept = json.loads((report / "summary.json").read_text())
+    swept = report_files.summary(report)
     assert swept["num_deleted"] == len(expected) and swept["num_failed"] == 0
 
 
@@ -98,8 +98,8 @@ def test_rerun_with_the_same_inputs_reuses_the_mark_and_a_changed_active_set_doe
     now = rfc3339(sample.end + timedelta(days=1))
     assert run_gc(sample, state, tmp_path / "first", "--now", now, "--dry-run") == 0
     assert run_gc(sample, state, tmp_path / "again", "--now", now, "--dry-run") == 0
-    first = json.loads((tmp_path / "first" / "summary.json").read_text())
-    again = json.loads((tmp_path / "again" / "summary.json").read_text())
+    first = report_files.summary(tmp_path / "first")
+    again = report_files.summary(tmp_path / "again")
     assert first["mark_reused_from_run_id"] is None
     assert again["mark_reused_from_run_id"] == first["run_id"] and again["ranges_read"] == 0
     # where each mark's time went (the summary's phase_seconds, in the order the steps ran): a
@@ -108,12 +108,12 @@ def test_rerun_with_the_same_inputs_reuses_the_mark_and_a_changed_active_set_doe
     assert [name for name, _ in again["phase_seconds"]] == ["rules_and_commits", "tests_report_and_outputs"]
     assert all(seconds >= 0 for _, seconds in first["phase_seconds"])
     key = lambda row: row["address"]  # noqa: E731
-    assert sorted(address_rows(tmp_path / "again"), key=key) == sorted(address_rows(tmp_path / "first"), key=key)
+    assert sorted(report_files.address_rows(tmp_path / "again"), key=key) == sorted(report_files.address_rows(tmp_path / "first"), key=key)
     assert again["num_marked"] == first["num_marked"] and again["active_commits"] == first["active_commits"]
 
     later = rfc3339(sample.end + timedelta(days=3650))
     assert run_gc(sample, state, tmp_path / "later", "--now", later, "--dry-run") == 0
-    changed = json.loads((tmp_path / "later" / "summary.json").read_text())
+    changed = report_files.summary(tmp_path / "later")
     assert changed["active_commits"] != first["active_commits"]
     assert changed["mark_reused_from_run_id"] is None
 
@@ -121,8 +121,8 @@ def test_rerun_with_the_same_inputs_reuses_the_mark_and_a_changed_active_set_doe
 def test_without_rules_nothing_expires(spark, test_state_dir: Path, sample: SampleRepository, tmp_path: Path) -> None:
     report = tmp_path / "report"
     assert run_gc(sample, test_state_dir, report, "--now", rfc3339(sample.end + timedelta(days=3650)), "--dry-run", rules=None) == 0
-    assert address_rows(report) == []
-    assert json.loads((report / "summary.json").read_text())["expired_commits"] == 0
+    assert report_files.address_rows(report) == []
+    assert report_files.summary(report)["expired_commits"] == 0
 
 
 def corrupt_copy(sample: SampleRepository, tmp_path: Path) -> Path:
@@ -219,7 +219,7 @@ def test_property_random_histories_never_mark_live_objects(
         extra = [] if retain_tags else ["--no-retain-tags"]
         assert run_gc(sample, test_state_dir, workdir / "report", "--now", rfc3339(now), "--dry-run", *extra, rules=rules) == 0
         snapshot = Snapshot.read(sample.snapshot_dir)
-        marked = {r["physical_address"] for r in address_rows(workdir / "report")}
+        marked = report_files.marked(workdir / "report")
         active = committed_gc_active(snapshot, now, rules, retain_tags)
         assert set(snapshot.branches.values()) <= active
         live = snapshot.addresses_of(active) | snapshot.staged_addresses()
@@ -310,7 +310,7 @@ def run_example(snapshot: Path, state: Path, report: Path, rules: dict) -> tuple
     assert code == 0
     with open(report / "commits.csv", newline="", encoding="utf-8") as handle:
         is_active = {row["commit_id"]: row["is_active"].strip().lower() == "true" for row in csv.DictReader(handle)}
-    return is_active, {row["address"] for row in address_rows(report)}
+    return is_active, report_files.marked(report, "address")
 
 
 def test_design_example_1_main_only_through_the_cli(spark, test_state_dir: Path, tmp_path: Path) -> None:

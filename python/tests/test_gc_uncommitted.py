@@ -600,7 +600,7 @@ def test_s3_namespace_listed_marked_and_swept(spark, test_state_dir: Path, tmp_p
     context = start_job(run_options_from_args(args), gc_uncommitted.JOB)
     options = s3_options(s3_endpoint)
     result = gc_uncommitted.mark_uncommitted(context, min_age=timedelta(0), clean=True, report_dir=args.report, s3_options=options)
-    assert {r["address"] for r in address_rows(result.report.directory)} == set(abandoned)
+    assert marked(result.report.directory, "address") == set(abandoned)
     outcome = sweep_report(spark, result.report.directory, deleter_options=options)
     assert outcome.num_deleted == len(abandoned) and outcome.num_failed == 0
     assert list_keys(s3_endpoint, bucket) == {f"repo/ns/{k}" for k in repo.uploads} | {"repo/ns/_lakefs/meta", "other/outside-ns"}

@@ -140,4 +140,4 @@ def test_s3_repository_runs_every_job(
     code = _job("lifecycle", "--snapshot", str(snapshot), "--state", state, "--policy", str(policy),
                 "--report", str(tmp_path / "lifecycle"))
     assert code == 0, capsys.readouterr().err
-    assert json.loads((tmp_path / "lifecycle" / "summary.json").read_text())["success"] is True
+    assert report_files.summary(tmp_path / "lifecycle")["success"] is True
