@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from benchmark_modules import load_benchmark
+import report_files
 
 # the baseline's check runs on a session: scripts/test.sh's second pytest process's own, as the
 # module's other tests (no session) run in that process too (conftest.py)
@@ -89,7 +90,7 @@ def test_plain_pyspark_baseline_marks_what_lakewarden_marks(spark, tmp_path: Pat
                            CommittedGcOptions(rules=rules))
     assert outcome.num_marked > 0  # the sample expires commits: an empty answer would compare nothing
     assert counted.marked == outcome.num_marked
-    summary = json.loads((run / "report" / "summary.json").read_text())
+    summary = report_files.summary(run / "report")
     assert (counted.active, counted.commits) == (summary["active_commits"], summary["commits"])
 
 

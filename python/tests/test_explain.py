@@ -14,6 +14,7 @@ import pytest
 
 from lakewarden.cli import main
 from lakewarden.sample import SampleConfig, generate
+import report_files
 
 pytestmark = pytest.mark.spark
 
@@ -129,7 +130,7 @@ def test_an_unknown_name_is_answered_and_bad_input_exits_2(run, capsys, tmp_path
     assert "summary.json" in capsys.readouterr().err
     report = tmp_path / "copy"
     report.mkdir()
-    summary = json.loads((run["gc"] / "summary.json").read_text())
+    summary = report_files.summary(run["gc"])
     summary.pop("snapshot_dir")
     (report / "summary.json").write_text(json.dumps(summary))
     assert main(["explain", "--report", str(report), "x"]) == 2

@@ -27,6 +27,7 @@ import pytest
 
 from fake_lakefs import KEY, SECRET, FakeLakeFS, LocalNamespace, Namespace, serve  # noqa: F401 - serve: a fixture
 from lakewarden.cli import main
+import report_files
 from test_stores_e2e import make_store, server  # noqa: F401 - server: a fixture (the stores' local servers)
 
 # second_process: the embedded step is the command's longest by minutes; this module's ~2.5 min
@@ -151,12 +152,12 @@ def test_unified_gc_reproduces_lakefs_system_test(
         **{key: "expired commits only" for key in EXPIRED}, **{key: "no reference" for key in UNREFERENCED},
     }
     assert set(rows) == committed | uncommitted
-    summary = json.loads((report / "summary.json").read_text())
+    summary = report_files.summary(report)
     assert summary["job"] == "gc" and summary["success"] is True and summary["num_marked"] == 6
     assert summary["num_marked_by_reason"] == {"expired commits only": 3, "no reference": 3}
     # where the run's time went: the two marks (each part's summary has its own phases) and the union
     assert [name for name, _ in summary["phase_seconds"]] == ["committed_mark", "uncommitted_mark", "union_report_and_outputs"]
-    assert [name for name, _ in json.loads((report / "committed" / "summary.json").read_text())["phase_seconds"]][-1] == "tests_report_and_outputs"
+    assert [name for name, _ in report_files.summary(report / "committed")["phase_seconds"]][-1] == "tests_report_and_outputs"
     assert (report / "report.html").is_file() and "expired commits only" in (report / "report.html").read_text()
     assert "3 expired commits only, 3 no reference" in out
 
@@ -189,7 +190,7 @@ def test_unified_gc_reproduces_lakefs_system_test(
         # draws no figure (those kept with the committed mark for this marked set and clock)
         again = tmp_path / "gc-again"
         assert main(["gc", *common, "--rules", str(rules), *min_age, "--report", str(again)]) == 0, capsys.readouterr().err
-        again_summary = json.loads((again / "summary.json").read_text())
+        again_summary = report_files.summary(again)
         assert again_summary["ranges_read"] == 0 and again_summary["num_marked"] == 6
         assert set(_rows(again)) == set(rows)
         assert (again / "figures.json").read_bytes() == (report / "figures.json").read_bytes()

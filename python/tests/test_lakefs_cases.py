@@ -23,6 +23,7 @@ from lakefs_cases import (
 )
 from lakewarden.cli import main
 from lakewarden.commit_graph import CommitGraph, StartPoint
+import report_files
 
 DAY = 86_400.0
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -212,7 +213,7 @@ def test_job_refuses_when_it_would_keep_less_than_lakefs(cases_run, test_state_d
     assert run_dry(snapshot, test_state_dir, report, cases_run["rules"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "two_branches__a" in err[0] and "refusing to mark anything" in err[0]
-    summary = json.loads((report / "summary.json").read_text())
+    summary = report_files.summary(report)
     assert summary["success"] is False and "two_branches__a" in summary["error"]
     assert not (report / "addresses.csv").exists(), "a refused run must leave nothing to sweep"
 

@@ -26,6 +26,7 @@ from fake_lakefs import LocalNamespace, serve  # noqa: F401 - serve: a fixture
 from lakewarden.cli import main
 from lakewarden.stores import store_for
 from lakewarden.stores.marks import write_mark
+import report_files
 from test_gc_unified import EXPIRED, RULES, UNREFERENCED, clock, unified_gc_scenario  # noqa: F401 - clock: a fixture
 
 pytestmark = pytest.mark.spark
@@ -87,7 +88,7 @@ def test_sweep_of_a_lakefs_mark_rechecks_every_address(
     assert set(kept) == {addresses["file_1"], addresses["file_3"]}
     assert kept[addresses["file_1"]].startswith("an active commit references it (")
     assert kept[addresses["file_3"]].startswith("a staged entry references it")
-    summary = json.loads((report / "summary.json").read_text())
+    summary = report_files.summary(report)
     assert summary["lakefs_mark_id"] == "lakefs-run-1" and summary["num_kept"] == 2 and summary["num_deleted"] == 6
     with open(report / "sweep" / "outcomes.csv", newline="", encoding="utf-8") as handle:
         outcomes = {row["address"]: row["status"] for row in csv.DictReader(handle)}

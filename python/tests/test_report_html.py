@@ -132,7 +132,7 @@ def test_page_follows_the_run_then_the_sweep(runs: dict[str, Path]) -> None:
         assert "http://" not in page and "https://" not in page
         assert "<script" not in page and page.count("<svg") >= 4
     # the sweep's counts are in its summary: redrawing never reads outcomes.csv
-    counts = json.loads((runs["gc"] / "sweep" / "summary.json").read_text())[OUTCOME_COUNTS]
+    counts = summary_of(runs["gc"] / "sweep")[OUTCOME_COUNTS]
     assert counts["by_status"] == {"deleted": summary["num_deleted"]} and counts["failures_by_reason"] == {}
 
 
@@ -175,7 +175,7 @@ def test_older_report_directories_still_get_a_page(runs: dict[str, Path], tmp_pa
     copy = tmp_path / "report"
     shutil.copytree(runs["gc"], copy)
     (copy / FIGURES).unlink()
-    sweep_summary = json.loads((copy / "sweep" / "summary.json").read_text())
+    sweep_summary = summary_of(copy / "sweep")
     del sweep_summary[OUTCOME_COUNTS]
     (copy / "sweep" / "summary.json").write_text(json.dumps(sweep_summary))
     assert write_report_html(copy) is not None

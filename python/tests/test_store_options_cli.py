@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lakewarden.cli import build_parser, main
+import report_files
 from store_emulators import AZURITE_KEY
 from test_sweep import write_report
 from test_sweep_support import S3_ENV, list_keys, moto_endpoint, new_bucket, put_keys, s3_client_for
@@ -68,7 +69,7 @@ def test_azure_endpoint_of_another_account_stops_the_sweep_before_it_starts(tmp_
     assert code == 2 and err.count("\n") == 1, err
     assert "--azure-endpoint" in err and "account 'otheraccount'" in err
     assert not (report / "sweep").exists(), "nothing started: no lock, no outcome, no summary change"
-    assert json.loads((report / "summary.json").read_text())["num_deleted"] == 0
+    assert report_files.summary(report)["num_deleted"] == 0
 
 
 @pytest.fixture
@@ -98,8 +99,8 @@ def test_sweep_says_when_deletes_leave_recoverable_versions(
     lines = out.strip().splitlines()
     result = json.loads(lines[-1])
     assert result["num_deleted"] == 5 and list_keys(endpoint, bucket) == {"ns/keep"}
-    summary = json.loads((report / "summary.json").read_text())
-    sweep_summary = json.loads((report / "sweep" / "summary.json").read_text())
+    summary = report_files.summary(report)
+    sweep_summary = report_files.summary(report / "sweep")
     if versioned:
         assert result["recoverable"] is True and summary["recoverable"] is True and sweep_summary["recoverable"] is True
         message = result["recoverability"]

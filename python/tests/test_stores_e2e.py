@@ -287,7 +287,7 @@ def _check_recoverability(store: Store, report: Path, result: dict[str, Any], no
     assert result["recoverable"] is expected
     written = summary(report)
     assert written["recoverable"] is expected and written["recoverability"] == result["recoverability"]
-    assert json.loads((report / "sweep" / "summary.json").read_text())["recoverable"] is expected
+    assert summary(report / "sweep")["recoverable"] is expected
     if expected:
         assert notes == [f"note: deleted objects stay recoverable and still cost storage: {result['recoverability']}"]
         assert "soft delete" in result["recoverability"]

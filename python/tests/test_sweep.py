@@ -19,6 +19,7 @@ from pyspark import cloudpickle
 from lakewarden.deleters import DeleteOutcome, Deleter, deleter_for
 from lakewarden.errors import BadInput
 from lakewarden.sweep import SweepFailed, sweep_report
+import report_files
 
 # Spark's Python workers cannot import this test module: ship its helpers by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -128,6 +129,8 @@ class _PeekingDeleter(Deleter):
 
     def delete_batch(self, uris: Sequence[str]) -> list[DeleteOutcome]:
         report = Path(self.spec.report_dir)
+        # read here, not through report_files: this runs in Spark's Python workers too, which
+        # import the package but not the test modules' helpers
         summary = json.loads((report / "summary.json").read_text(encoding="utf-8"))
         recorded: set[str] = set()
         for path in (report / "sweep" / "outcomes").glob("*.jsonl"):
@@ -174,10 +177,10 @@ def test_sweep_deletes_marked_files_and_records_outcomes(sweep: Any, namespace: 
     outcomes = read_outcomes_csv(report)
     assert [o["address"] for o in outcomes] == sorted(r[0] for r in rows)
     assert {o["status"] for o in outcomes} == {"deleted"}
-    summary = json.loads((report / "summary.json").read_text())
+    summary = report_files.summary(report)
     assert (summary["num_deleted"], summary["num_failed"], summary["success"]) == (len(rows), 0, True)
     assert summary["run_id"] == "run-1" and summary["finished_at"] == result.finished_at
-    sweep_summary = json.loads((report / "sweep" / "summary.json").read_text())
+    sweep_summary = report_files.summary(report / "sweep")
     assert sweep_summary["num_deleted"] == len(rows) and sweep_summary["sweep_id"] == result.sweep_id
 
 
@@ -206,9 +209,9 @@ def test_unsafe_rows_are_recorded_failed_and_never_deleted(sweep: Any, namespace
     assert outside.exists() and meta.exists() and Path(victim[2].removeprefix("file://")).exists()
     failed = [o for o in read_outcomes_csv(report) if o["status"] == "failed"]
     assert len(failed) == len(unsafe) and all(o["reason"].startswith("unsafe:") for o in failed)
-    assert json.loads((report / "summary.json").read_text())["success"] is False
+    assert report_files.summary(report)["success"] is False
     # the page's counts, recorded beside the outcomes: the same numbers outcomes.csv holds
-    counts = json.loads((report / "sweep" / "summary.json").read_text())["outcome_counts"]
+    counts = report_files.summary(report / "sweep")["outcome_counts"]
     assert counts["by_status"] == {"deleted": 1, "failed": len(unsafe)}
     assert counts["failures_by_reason"] == dict(Counter(o["reason"] for o in failed))
     assert (counts["failures_other_reasons"], counts["failures_other"]) == (0, 0)
@@ -223,7 +226,7 @@ def test_killed_sweep_resumes_without_redeleting_or_losing(sweep: Any, namespace
     with pytest.raises(SweepFailed, match="run the sweep again"):
         sweep(report, batch_size=5, parallelism=2, deleter_factory=first)
 
-    summary = json.loads((report / "summary.json").read_text())
+    summary = report_files.summary(report)
     assert (summary["success"], summary["status"]) == (False, "sweep_failed")
     assert summary["error"].startswith("sweep: ") and summary["finished_at"]
     recorded = {o["physical_address"] for o in read_outcomes_csv(report) if o["status"] == "deleted"}
@@ -242,7 +245,7 @@ def test_killed_sweep_resumes_without_redeleting_or_losing(sweep: Any, namespace
     assert result.num_previously_deleted == len(recorded)
     assert not any((namespace / "data").iterdir())
     assert len(read_outcomes_csv(report)) == len(rows)
-    resumed = json.loads((report / "summary.json").read_text())
+    resumed = report_files.summary(report)
     assert (resumed["status"], resumed["success"], resumed["sweep_count"]) == ("swept", True, 2)
     assert resumed["resumed_from"] == summary["sweep_id"] and resumed["sweep_id"] == result.sweep_id
     assert "lock_taken_over" not in resumed, "the failed sweep released its lock"
@@ -337,6 +340,6 @@ def test_summary_is_true_while_the_sweep_runs(sweep: Any, namespace: Path, tmp_p
         assert seen["num_failed"] == 0
     if sweep.keywords["engine"] == "process":  # one batch at a time: counted as each lands
         assert sorted(p["summary"]["num_deleted"] for p in peeks) == list(range(0, 60, 6))
-    final = json.loads((report / "summary.json").read_text())
+    final = report_files.summary(report)
     assert (final["status"], final["success"], final["num_deleted"], final["sweep_count"]) == ("swept", True, 60, 1)
     assert final["resumed_from"] is None and final["marked_finished_at"] == "2026-01-01T00:00:01Z"

@@ -125,7 +125,7 @@ def test_killed_sweep_says_so_and_resumes(kind: str, point: str, tmp_path: Path,
     recorded_deleted = {r["address"] for r in records(report) if r["status"] == "deleted"}
     assert killed["num_deleted"] == KILL_POINTS[point] == len(recorded_deleted)
     assert killed["num_failed"] == 0
-    sweep_summary = json.loads((report / "sweep" / "summary.json").read_text())
+    sweep_summary = summary(report / "sweep")
     assert (sweep_summary["status"], sweep_summary["sweep_id"]) == ("sweeping", killed["sweep_id"])
     gone = set(MARKED) - store.remaining()
     assert recorded_deleted <= gone, "every address recorded deleted is gone"

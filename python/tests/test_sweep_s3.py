@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pyspark import cloudpickle
 
+import report_files
 import test_sweep
 from lakewarden.sweep import SweepFailed
 from test_sweep import Recording, read_outcomes_csv, sweep, write_report  # noqa: F401 - sweep is a fixture
@@ -98,4 +99,4 @@ def test_s3_sweep_killed_mid_way_resumes(sweep: Any, s3_endpoint: str, tmp_path:
     assert not set(resume.requested()) & recorded
     assert (result.num_deleted, result.num_failed, result.success) == (400, 0, True)
     assert list_keys(s3_endpoint, bucket) == set()
-    assert json.loads((report / "summary.json").read_text())["num_deleted"] == 400
+    assert report_files.summary(report)["num_deleted"] == 400

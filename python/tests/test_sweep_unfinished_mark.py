@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lakewarden.cli import main
+import report_files
 from test_sweep import write_report
 
 
@@ -18,7 +19,7 @@ def test_sweep_refuses_a_report_whose_mark_did_not_finish(tmp_path: Path, capsys
     (namespace / "data").mkdir(parents=True)
     (namespace / "data" / "a").write_bytes(b"x")
     report = write_report(tmp_path / "report", namespace.as_uri(), [("data/a", "RELATIVE", f"{namespace.as_uri()}/data/a")])
-    summary = json.loads((report / "summary.json").read_text())
+    summary = report_files.summary(report)
     summary.update(status=status, success=False)
     (report / "summary.json").write_text(json.dumps(summary))
     assert main(["sweep", "--report", str(report), "--state", str(tmp_path / "state")]) == 2

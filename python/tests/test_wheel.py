@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from oracles import local_file
+import report_files
 from wheel_support import REPO_ROOT, clean_env, installed_wheel
 
 PROJECT_FILES = ("dbt_project.yml", "models/sources.yml", "macros/run_clock.sql", "profiles/profiles.yml", "tests/assert_gc_never_marks_live_addresses.sql")
@@ -189,7 +190,7 @@ def test_demo_runs_from_the_installed_wheel_outside_the_checkout(wheel: Path, wh
     assert demo.stderr.count(" (safety tests): 1 nodes ") == 1, demo.stderr[-3000:]  # committed GC's
     assert "+new_range_windows: 2 nodes " in demo.stderr, demo.stderr[-3000:]  # lifecycle's rule stats and safety test
     for job in JOBS:
-        summary = json.loads((reports / job / "summary.json").read_text())
+        summary = report_files.summary(reports / job)
         assert summary["job"] == job and summary["dry_run"] is True
         assert summary["success"] is True and summary["num_failed"] == 0, job
         assert summary["num_marked"] > 0, f"the demo should show {job} deleting something"
