@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from datetime import timedelta
@@ -66,21 +68,41 @@ def alive_workers(ui_port: int) -> int:
         return 0
 
 
+#: the master's log line for each port it bound (Spark's Utils.startServiceOnPort)
+MASTER_PORT = re.compile(r"Successfully started service '(sparkMaster|MasterUI)' on port (\d+)")
+
+
+def master_ports(log: Path) -> dict[str, int]:
+    """The ports the master bound, by service, as its log says. A port found free here may be
+    taken by another process before the master binds it, and Spark then takes the next one up
+    (seen once in CI: the UI on 46764, asked for 46763), so the ports asked for are not enough."""
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    return {service: int(port) for service, port in MASTER_PORT.findall(text)}
+
+
 class Cluster:
-    """A standalone master and two workers, launched; ``ready()`` waits until both workers have
+    """A standalone master, launched, and two workers launched as soon as the master says on
+    which port it listens (a thread of the fixture's); ``ready()`` waits until both workers have
     registered and gives the master URL. The test builds the wheel and its expectations while
     the three JVMs boot (both take tens of seconds on two cores)."""
 
-    def __init__(self, url: str, ui_port: int, processes: list[subprocess.Popen], logs: Path) -> None:
-        self.url, self._ui_port, self._processes, self._logs = url, ui_port, processes, logs
+    def __init__(self, processes: list[subprocess.Popen], logs: Path) -> None:
+        self._processes, self._logs = processes, logs
+        self.ports: dict[str, int] = {}
+        self.booted = threading.Event()
+
+    def fail(self, why: str) -> None:
+        pytest.fail(f"the cluster did not come up ({why}): " + " | ".join((self._logs / f).read_text()[-500:] for f in sorted(os.listdir(self._logs))))
 
     def ready(self) -> str:
         deadline = time.monotonic() + 240
-        while alive_workers(self._ui_port) < 2:
+        if not self.booted.wait(timeout=240) or set(self.ports) != {"sparkMaster", "MasterUI"}:
+            self.fail(f"the master's ports: {self.ports}")
+        while alive_workers(self.ports["MasterUI"]) < 2:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self._processes):
-                pytest.fail("the cluster did not come up: " + " | ".join((self._logs / f).read_text()[-500:] for f in os.listdir(self._logs)))
+                self.fail(f"alive workers on the master's UI port {self.ports['MasterUI']}: {alive_workers(self.ports['MasterUI'])}")
             time.sleep(1)
-        return self.url
+        return f"spark://127.0.0.1:{self.ports['sparkMaster']}"
 
 
 @pytest.fixture
@@ -91,10 +113,11 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         **os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1",
         "SPARK_DAEMON_JAVA_OPTS": SMALL_JVM_OPTIONS,
     }
-    port, ui_port = free_port(), free_port()
     logs = tmp_path / "cluster-logs"
     logs.mkdir()
     processes: list[subprocess.Popen] = []
+    stopping = threading.Event()
+    lock = threading.Lock()  # a worker is launched, or the cluster stopped, never both at once
 
     def launch(name: str, *args: str) -> None:
         with open(logs / f"{name}.log", "wb") as sink:
@@ -102,19 +125,40 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
                 subprocess.Popen([str(home / "bin" / "spark-class"), *args], stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             )
 
+    cluster = Cluster(processes, logs)
+
+    def launch_workers() -> None:
+        deadline = time.monotonic() + 240
+        try:
+            while not stopping.is_set() and time.monotonic() < deadline and processes[0].poll() is None:
+                cluster.ports = master_ports(logs / "master.log")
+                if len(cluster.ports) == 2:
+                    with lock:
+                        for number in (1, 2):
+                            if not stopping.is_set():
+                                launch(
+                                    f"worker-{number}", "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{cluster.ports['sparkMaster']}",
+                                    "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
+                                    "--work-dir", str(tmp_path / f"worker-{number}"),
+                                )
+                    return
+                time.sleep(0.2)
+        finally:
+            cluster.booted.set()
+
+    booting = threading.Thread(target=launch_workers, name="cluster-workers", daemon=True)
     try:
-        launch("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui_port))
-        for number in (1, 2):
-            launch(
-                f"worker-{number}", "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
-                "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
-                "--work-dir", str(tmp_path / f"worker-{number}"),
-            )
-        yield Cluster(f"spark://127.0.0.1:{port}", ui_port, processes, logs)
+        launch("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(free_port()), "--webui-port", str(free_port()))
+        booting.start()
+        yield cluster
     finally:
-        for process in reversed(processes):
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
+        stopping.set()
+        if booting.is_alive():
+            booting.join(timeout=30)
+        with lock:
+            for process in reversed(processes):
+                if process.poll() is None:
+                    os.killpg(process.pid, signal.SIGTERM)
         for process in processes:
             try:
                 process.wait(timeout=30)
