@@ -25,5 +25,6 @@ def marked(report: Path, column: str = "physical_address") -> set[str]:
 
 
 def summary(report: Path) -> dict[str, Any]:
-    """``summary.json``: the run's counts, figures and outcome."""
+    """``summary.json``: the run's counts, figures and outcome; of ``report / "sweep"``, the
+    sweep's (its outcome counts, whether deletes left recoverable versions)."""
     return json.loads((report / "summary.json").read_text(encoding="utf-8"))

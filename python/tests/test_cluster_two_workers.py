@@ -116,8 +116,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     logs = tmp_path / "cluster-logs"
     logs.mkdir()
     processes: list[subprocess.Popen] = []
-    stopping = threading.Event()
-    lock = threading.Lock()  # a worker is launched, or the cluster stopped, never both at once
+    stopping = threading.Event()  # set before the cluster stops: no worker is launched after it
 
     def launch(name: str, *args: str) -> None:
         with open(logs / f"{name}.log", "wb") as sink:
@@ -133,14 +132,13 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             while not stopping.is_set() and time.monotonic() < deadline and processes[0].poll() is None:
                 cluster.ports = master_ports(logs / "master.log")
                 if len(cluster.ports) == 2:
-                    with lock:
-                        for number in (1, 2):
-                            if not stopping.is_set():
-                                launch(
-                                    f"worker-{number}", "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{cluster.ports['sparkMaster']}",
-                                    "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
-                                    "--work-dir", str(tmp_path / f"worker-{number}"),
-                                )
+                    for number in (1, 2):
+                        if not stopping.is_set():
+                            launch(
+                                f"worker-{number}", "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{cluster.ports['sparkMaster']}",
+                                "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
+                                "--work-dir", str(tmp_path / f"worker-{number}"),
+                            )
                     return
                 time.sleep(0.2)
         finally:
@@ -154,11 +152,10 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     finally:
         stopping.set()
         if booting.is_alive():
-            booting.join(timeout=30)
-        with lock:
-            for process in reversed(processes):
-                if process.poll() is None:
-                    os.killpg(process.pid, signal.SIGTERM)
+            booting.join()  # at most one launch away: it checks `stopping` before each
+        for process in reversed(processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
         for process in processes:
             try:
                 process.wait(timeout=30)
