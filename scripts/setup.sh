@@ -24,8 +24,9 @@ if [ "$version" != "3.11" ]; then
     echo "lakewarden needs Python 3.11 (found $PYTHON = $version); set PYTHON=/path/to/python3.11" >&2
     exit 1
 fi
-if ! command -v java >/dev/null 2>&1; then
-    echo "lakewarden needs Java 17 on PATH for the embedded Spark" >&2
+# the embedded Spark takes the newest supported runtime found (python/lakewarden/runtime/java_runtime.py)
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ] && ! compgen -G "/usr/lib/jvm/*/bin/java" >/dev/null; then
+    echo "lakewarden needs Java 17, 21 or 25 (25.0.3 or later) for the embedded Spark: on PATH, in JAVA_HOME or under /usr/lib/jvm" >&2
     exit 1
 fi
 

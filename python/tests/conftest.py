@@ -18,6 +18,20 @@ SSTABLE_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lakefs-sstabl
 # output itself on its own streams.
 os.environ.setdefault("LAKEWARDEN_PROGRESS", "off")
 
+# Every JVM the tests start, the suite's sessions and the processes they start (dbt from the
+# checkout, a cluster's scripts, commands), on the runtime a job would choose
+# (lakewarden.runtime.java_runtime): JAVA_HOME is set once, here, for all of them.
+from lakewarden.runtime.java_runtime import use_java  # noqa: E402 - after the environment above
+
+_JAVA = use_java()
+
+
+def pytest_report_header() -> str:
+    """The Java runtime of every JVM in the run, first in the log (CI's machine says which)."""
+    if _JAVA is None:
+        return "java: none chosen (Spark's launcher takes the java on PATH)"
+    return f"java: {_JAVA.home} ({_JAVA.version_text}, {_JAVA.source})"
+
 
 @pytest.fixture(scope="session")
 def test_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -39,6 +39,7 @@ SETTINGS_ENV = (
     "LAKEWARDEN_JVM_CACHE",
     "LAKEWARDEN_PROJECT_DIR",
     "JAVA_HOME",
+    "LAKEWARDEN_JAVA_HOME",
     "SPARK_HOME",
     "PYSPARK_PYTHON",
 )
@@ -52,7 +53,13 @@ class EngineUnavailable(Exception):
 
 def engine_settings() -> dict[str, str | None]:
     """This process's engine settings: the interpreter and :data:`SETTINGS_ENV`."""
-    return {"python": sys.executable, **{name: os.environ.get(name) for name in SETTINGS_ENV}}
+    from lakewarden.runtime.java_runtime import java_home_setting
+
+    found = {name: os.environ.get(name) for name in SETTINGS_ENV}
+    # the runtime a JVM started here would take (lakewarden.runtime.java_runtime): an engine has
+    # set JAVA_HOME to its choice, a command that hands its run over has not started a JVM
+    found["JAVA_HOME"] = java_home_setting()
+    return {"python": sys.executable, **found}
 
 
 def code_fingerprint() -> str:

@@ -72,9 +72,13 @@ def enabled() -> bool:
 
 
 def java_executable() -> Path | None:
-    """The ``java`` Spark's launcher runs (``spark-class``: ``$JAVA_HOME/bin/java``, else PATH)."""
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    """The ``java`` the embedded session's JVM runs: the runtime lakewarden chooses, which the
+    session sets as ``JAVA_HOME`` for Spark's launcher (lakewarden.runtime.java_runtime), else
+    the ``java`` on PATH, as the launcher takes it."""
+    from lakewarden.runtime.java_runtime import choose_java
+
+    chosen = choose_java()
+    found = str(chosen.home / "bin" / "java") if chosen else shutil.which("java")
     return Path(found).resolve() if found and Path(found).exists() else None
 
 

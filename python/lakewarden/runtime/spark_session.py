@@ -388,6 +388,9 @@ def get_or_create(
     # Under spark-submit the cluster's session: master, catalog and warehouse come from
     # spark-submit and spark-defaults.conf, never from the embedded settings.
     if not under_spark_submit():
+        from lakewarden.runtime.java_runtime import use_java
+
+        use_java()  # JAVA_HOME for Spark's launcher: the runtime named, else the newest supported
         state.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         master = master or os.environ.get("LAKEWARDEN_SPARK_MASTER", "local[*]")
