@@ -25,7 +25,14 @@ PYTHON_DIR = ROOT / "python"
 if str(PYTHON_DIR) not in sys.path and (PYTHON_DIR / "lakewarden").is_dir():
     sys.path.insert(0, str(PYTHON_DIR))  # a checkout: import its lakewarden, not an older install
 
+from lakewarden.runtime.java_runtime import use_java  # noqa: E402
 from lakewarden.sample import SampleRepository, generate, large_sample_config  # noqa: E402
+
+# One Java runtime for every JVM of a benchmark, the plain PySpark baselines' included: the one a
+# lakewarden job chooses (lakewarden.runtime.java_runtime), set as JAVA_HOME before any starts.
+# A plain pyspark process would take the java on PATH, often an older one: the ratios would then
+# compare runtimes, not the two programs.
+JAVA = use_java()
 
 CACHE_FILE = "bench-sample.json"  # written last: its presence means the sample is complete
 
