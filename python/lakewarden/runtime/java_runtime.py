@@ -27,8 +27,9 @@ does.
 The choice is made where a JVM starts (``spark_session.get_or_create``, and so every job and
 ``warm-up``): it sets ``JAVA_HOME`` for that process and what it starts (Spark's launcher, a
 cluster's scripts). An engine and the command handing it a run compare the choice, not the raw
-variable (``engine.protocol.settings``). ``dbt`` run by hand starts Spark itself, on
-``JAVA_HOME`` or PATH: ``export JAVA_HOME=$(lakewarden java-home)`` gives it the same runtime.
+variable (``engine.protocol.engine_settings``). ``dbt`` run by hand starts Spark itself, on
+``JAVA_HOME`` or PATH: ``export JAVA_HOME=$(python -m lakewarden.runtime.java_runtime)`` gives
+it the same runtime.
 Under ``spark-submit`` the driver's JVM is the cluster's, and none of this applies.
 """
 
