@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, bench_sample, child_env, describe_phases, fail, keep_class_archive, lakewarden_command, median, phases_of, run_measured, sample_dir  # noqa: E402
+from common import ProcessRun, bench_sample, child_env, describe_phases, fail, keep_class_archive, print_java, lakewarden_command, median, phases_of, run_measured, sample_dir  # noqa: E402
 from busy_history import HistoryShape, busy_history, history_dir  # noqa: E402
 
 import pyarrow.parquet as pq  # noqa: E402
@@ -182,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             history_shape(args)
         except ValueError as exc:
             parser.error(str(exc))
+    print_java()  # the runtime both sides of every ratio run on
     keep_class_archive()  # no measured process writes the JVM class archive (common.keep_class_archive)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, child_env, lakewarden_command, median, run_measured  # noqa: E402
+from common import ProcessRun, child_env, lakewarden_command, median, print_java, run_measured  # noqa: E402
 
 from lakewarden.sample import SampleConfig, generate  # noqa: E402
 
@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lakewarden-bench-gc-unified")
     args = parser.parse_args(argv)
+    print_java()  # the runtime both sides of the ratio run on
 
     sample_dir = args.workdir / f"sample-{args.entries}-seed7"
     marker = sample_dir / "bench-sample.json"

@@ -81,6 +81,7 @@ from common import (  # noqa: E402
     median_phases,
     phase_difference,
     phases_of,
+    print_java,
     plain_pyspark_run,
     run_in_process,
     run_measured,
@@ -275,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"entries (range rows)     {rows:>14,d}   (sample ready in {prepared:.1f} s, not counted)", flush=True)
 
     first_now = sample.end + timedelta(hours=1)
+    print_java()  # the runtime both sides of every ratio run on
     keep_class_archive()  # no measured process writes the JVM class archive (common.keep_class_archive)
     if args.engine:
         with engine(run_dir, warm_up=not args.no_warm_up) as socket_path:

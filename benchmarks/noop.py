@@ -37,7 +37,7 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, child_env, fail, keep_class_archive, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, child_env, fail, keep_class_archive, print_java, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
 from committed_gc import RULES, run_baseline  # noqa: E402
 
 from lakewarden.jobs.demo import DEMO_POLICY  # noqa: E402
@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    print_java()  # the runtime both sides of every ratio run on
     keep_class_archive()  # no measured process writes the JVM class archive (common.keep_class_archive)
     scratch = args.workdir.resolve() / "noop-run"
     rules = scratch / "gc_rules.json"

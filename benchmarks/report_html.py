@@ -31,7 +31,7 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bench_sample, child_env, lakewarden_command, median, sample_dir  # noqa: E402
+from common import bench_sample, child_env, lakewarden_command, median, print_java, sample_dir  # noqa: E402
 
 from lakewarden.reports.directory import REPORT_HTML  # noqa: E402
 from lakewarden.reports.page import write_report_html  # noqa: E402
@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     workdir = args.workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    print_java()  # the runtime of the run whose report is measured
     report, fresh = report_for(workdir, args.entries, args.slots, args.seed, args.days)
     summary = json.loads((report / "summary.json").read_text())
     figures = json.loads((report / "figures.json").read_text())

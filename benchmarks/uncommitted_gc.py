@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, add_engine_options, check_engine_options, child_env, describe_noop, describe_phases, describe_share, engine, incremental_share, keep_class_archive, lakewarden_command, median, phases_of, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, add_engine_options, check_engine_options, child_env, describe_noop, describe_phases, describe_share, engine, incremental_share, keep_class_archive, print_java, lakewarden_command, median, phases_of, plain_pyspark_run, run_measured  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -432,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         parser.error("needs duckdb: pip install --constraint constraints.txt -e '.[bench]'")
 
+    print_java()  # the runtime both sides of every ratio run on
     keep_class_archive()  # no measured process writes the JVM class archive (common.keep_class_archive)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lakewarden-bench-uc-"))
     try:

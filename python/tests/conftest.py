@@ -21,16 +21,14 @@ os.environ.setdefault("LAKEWARDEN_PROGRESS", "off")
 # Every JVM the tests start, the suite's sessions and the processes they start (dbt from the
 # checkout, a cluster's scripts, commands), on the runtime a job would choose
 # (lakewarden.runtime.java_runtime): JAVA_HOME is set once, here, for all of them.
-from lakewarden.runtime.java_runtime import use_java  # noqa: E402 - after the environment above
+from lakewarden.runtime.java_runtime import describe_choice, use_java  # noqa: E402 - after the environment above
 
 _JAVA = use_java()
 
 
 def pytest_report_header() -> str:
     """The Java runtime of every JVM in the run, first in the log (CI's machine says which)."""
-    if _JAVA is None:
-        return "java: none chosen (Spark's launcher takes the java on PATH)"
-    return f"java: {_JAVA.home} ({_JAVA.version_text}, {_JAVA.source})"
+    return describe_choice(_JAVA)
 
 
 @pytest.fixture(scope="session")

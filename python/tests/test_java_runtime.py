@@ -11,7 +11,7 @@ import pytest
 
 from lakewarden.engine.protocol import engine_settings
 from lakewarden.errors import BadInput
-from lakewarden.runtime.java_runtime import choose_java, read_version, unsafe_reason
+from lakewarden.runtime.java_runtime import choose_java, describe_choice, read_version, unsafe_reason
 
 
 def fake_home(root: Path, name: str, version: str | None) -> Path:
@@ -51,6 +51,9 @@ def test_the_java_on_path_counts_as_found_and_nothing_found_changes_nothing(tmp_
     chosen = choose_java({"PATH": str(on_path / "bin")}, system_dir=tmp_path / "none")
     assert chosen is not None and chosen.home == on_path.resolve() and chosen.version == (17, 0, 9)
     assert choose_java({"PATH": str(tmp_path / "empty")}, system_dir=tmp_path / "none") is None
+    # the line logs print (pytest's header, each benchmark's first): home, version, how chosen
+    assert describe_choice(chosen) == f"java: {on_path.resolve()} (17.0.9, found)"
+    assert describe_choice(None) == "java: none chosen (Spark's launcher takes the java on PATH)"
 
 
 def test_a_named_runtime_wins_and_a_bad_one_is_bad_input_naming_the_variable(tmp_path: Path) -> None:

@@ -67,6 +67,14 @@ class JavaRuntime:
         return ".".join(map(str, self.version)) if self.version else "unknown version"
 
 
+def describe_choice(runtime: "JavaRuntime | None") -> str:
+    """One line naming the runtime every JVM of a run takes, as logs print it (pytest's header,
+    each benchmark's first lines): figures measured on one runtime do not hold for another."""
+    if runtime is None:
+        return "java: none chosen (Spark's launcher takes the java on PATH)"
+    return f"java: {runtime.home} ({runtime.version_text}, {runtime.source})"
+
+
 def read_version(home: Path) -> tuple[int, int, int] | None:
     """The runtime's version from its ``release`` file (every JDK and JRE image since Java 9 has
     one): no JVM started to ask it."""
