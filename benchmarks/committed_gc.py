@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, bench_sample, child_env, describe_phases, fail, keep_class_archive, print_java, lakewarden_command, median, phases_of, run_measured, sample_dir  # noqa: E402
+from common import ProcessRun, bench_sample, child_env, describe_phases, fail, keep_class_archive, lakewarden_command, median, phases_of, print_java, run_measured, sample_dir  # noqa: E402
 from busy_history import HistoryShape, busy_history, history_dir  # noqa: E402
 
 import pyarrow.parquet as pq  # noqa: E402

@@ -41,6 +41,7 @@ def print_java() -> None:
     CPU seconds than Java 17 on the same code)."""
     print(describe_choice(JAVA), flush=True)
 
+
 CACHE_FILE = "bench-sample.json"  # written last: its presence means the sample is complete
 
 

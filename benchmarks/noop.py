@@ -37,7 +37,7 @@ from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, child_env, fail, keep_class_archive, print_java, lakewarden_command, median, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, child_env, fail, keep_class_archive, lakewarden_command, median, plain_pyspark_run, print_java, run_measured  # noqa: E402
 from committed_gc import RULES, run_baseline  # noqa: E402
 
 from lakewarden.jobs.demo import DEMO_POLICY  # noqa: E402

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ProcessRun, add_engine_options, check_engine_options, child_env, describe_noop, describe_phases, describe_share, engine, incremental_share, keep_class_archive, print_java, lakewarden_command, median, phases_of, plain_pyspark_run, run_measured  # noqa: E402
+from common import ProcessRun, add_engine_options, check_engine_options, child_env, describe_noop, describe_phases, describe_share, engine, incremental_share, keep_class_archive, lakewarden_command, median, phases_of, plain_pyspark_run, print_java, run_measured  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
