@@ -408,6 +408,10 @@ def get_or_create(
     else:
         archive = None
     session = builder.getOrCreate()
+    if not under_spark_submit():
+        from lakewarden.runtime.old_generation import watch
+
+        watch(session)  # full collections Java 22+ no longer runs of its own accord (module docstring)
     if archive is not None:
         from lakewarden.runtime.jvm_classes import write_at_exit
 
