@@ -44,11 +44,13 @@ class Pool:
 
     def __init__(self, used_mb: int, live_mb: int) -> None:
         self.used, self.live, self.after_full = used_mb * MB, live_mb * MB, 0
+        self.asked = 0  # questions about the last full collection
 
     def getUsage(self) -> Usage:  # noqa: N802
         return Usage(self.used)
 
     def getCollectionUsage(self) -> Usage:  # noqa: N802
+        self.asked += 1
         return Usage(self.after_full)
 
     def collect(self) -> None:
@@ -62,6 +64,13 @@ class System:
     def gc(self) -> None:
         self.calls += 1
         self.pool.collect()
+
+
+def test_a_poll_under_the_floor_asks_one_question_and_collects_nothing():
+    pool = Pool(used_mb=300, live_mb=100)
+    system = System(pool)
+    assert OldGenerationWatch(pool, system, HEAP).poll() is False
+    assert system.calls == 0 and pool.asked == 0
 
 
 def test_a_poll_collects_dead_pages_once_and_not_live_data_again():

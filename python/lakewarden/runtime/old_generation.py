@@ -101,6 +101,8 @@ class OldGenerationWatch:
     def poll(self) -> bool:
         """One look at the old generation; collect it if :func:`should_collect`. Whether it did."""
         used = int(self.pool.getUsage().getUsed())
+        if used <= self.heap_max * FLOOR_SHARE:
+            return False  # nearly every poll of nearly every run: one Py4J question, not two
         live = int(self.pool.getCollectionUsage().getUsed())
         if not should_collect(used, live, self.heap_max):
             return False
