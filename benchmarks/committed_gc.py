@@ -96,7 +96,7 @@ def run_lakewarden(snapshot: Path, rules: Path, now: str, scratch: Path, *, fres
     if run.returncode != 0:
         fail("lakewarden gc committed", run)
     summary = json.loads((scratch / "report" / "summary.json").read_text())
-    work = ", ".join(f"{summary[k]} {k.replace('_', ' ')}" for k in ("dbt_queries", "spark_jobs") if k in summary)
+    work = ", ".join(f"{summary[k]} {k.replace('_', ' ')}" for k in ("dbt_queries", "spark_jobs", "full_collections") if k in summary)
     if work:
         print(f"    ({work})", flush=True)
     print("  " + describe_phases(phases_of(run.seconds, summary)), flush=True)  # where its time went

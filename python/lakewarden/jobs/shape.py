@@ -163,6 +163,7 @@ def _marked_and_swept(
 ) -> JobOutcome:
     """run_job's phases once the job has started: mark, describe, then the dry run's
     bookkeeping or the sweep and its bookkeeping."""
+    from lakewarden.runtime.old_generation import collections_asked
     from lakewarden.runtime.project import SENT
     from lakewarden.runtime.spark_session import spark_jobs_started
     from lakewarden.stores import check_store_options
@@ -170,12 +171,15 @@ def _marked_and_swept(
     # options that cannot address the namespace (an Azure endpoint of another account): exit 2
     # naming the option, before anything is listed, marked or written
     check_store_options(context.storage_namespace, with_blockstore(run.store, context)).close()
-    queries, jobs = SENT["queries"], spark_jobs_started(context.spark)
+    queries, jobs, collections = SENT["queries"], spark_jobs_started(context.spark), collections_asked(context.spark)
     marked = job.mark(context, inputs, options)
     work = {"dbt_queries": SENT["queries"] - queries}
     after = spark_jobs_started(context.spark)
     if jobs is not None and after is not None:
         work["spark_jobs"] = after - jobs
+    collections_after = collections_asked(context.spark)
+    if collections is not None and collections_after is not None:  # an embedded driver's watch
+        work["full_collections"] = collections_after - collections
     marked.report.update(**work)
     for line in job.describe(marked):
         say(line)

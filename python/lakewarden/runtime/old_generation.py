@@ -130,6 +130,13 @@ _lock = threading.Lock()
 _watches: dict[int, OldGenerationWatch] = {}
 
 
+def collections_asked(spark: "SparkSession") -> int | None:
+    """How many full collections the watch of ``spark``'s JVM has asked for so far (None: no
+    watch). A run reports the difference over its mark (the summary's ``full_collections``)."""
+    running = _watches.get(id(spark.sparkContext._gateway))
+    return None if running is None else running.collections
+
+
 def watch(spark: "SparkSession") -> OldGenerationWatch | None:
     """Start (or return) the watch of ``spark``'s driver JVM; None when its collector is not the
     parallel one. One per JVM: a session stopped and made again in the same JVM (the test
