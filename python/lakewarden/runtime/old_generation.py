@@ -81,18 +81,12 @@ class OldGenerationWatch:
     seconds: float = 0.0
 
     def __post_init__(self) -> None:
-        self._stop = threading.Event()
+        # lives as long as its JVM (a session stopped and made again keeps it: :func:`watch`)
         self._thread = threading.Thread(target=self._run, name="lakewarden-old-generation", daemon=True)
 
     def start(self) -> "OldGenerationWatch":
         self._thread.start()
         return self
-
-    def stop(self) -> None:
-        """End the watch and wait for its thread (a poll in flight finishes first)."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
 
     @property
     def running(self) -> bool:
@@ -118,7 +112,8 @@ class OldGenerationWatch:
         return True
 
     def _run(self) -> None:
-        while not self._stop.wait(POLL_SECONDS):
+        while True:
+            time.sleep(POLL_SECONDS)
             try:
                 self.poll()
             except Exception:  # noqa: BLE001 - the gateway gone (the process ending): nothing left to watch
